@@ -1,0 +1,74 @@
+//! Well-known property keys, reserved topics and permission bits (spec §3.2, §2.10).
+
+/// Property keys RocketMQ clients and brokers give meaning to.
+pub mod property {
+    pub const KEYS: &str = "KEYS";
+    pub const TAGS: &str = "TAGS";
+    pub const WAIT: &str = "WAIT";
+    pub const DELAY: &str = "DELAY";
+    pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+    pub const REAL_TOPIC: &str = "REAL_TOPIC";
+    pub const REAL_QID: &str = "REAL_QID";
+    pub const TRAN_MSG: &str = "TRAN_MSG";
+    pub const PGROUP: &str = "PGROUP";
+    pub const MIN_OFFSET: &str = "MIN_OFFSET";
+    pub const MAX_OFFSET: &str = "MAX_OFFSET";
+    pub const UNIQ_KEY: &str = "UNIQ_KEY";
+    pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+    pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+    pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
+    pub const MSG_REGION: &str = "MSG_REGION";
+    pub const TRACE_ON: &str = "TRACE_ON";
+    pub const CLUSTER: &str = "CLUSTER";
+    pub const TRANSACTION_ID: &str = "__transactionId__";
+    pub const CRC32: &str = "__CRC32#";
+    /// Keys with this prefix are never persisted.
+    pub const TRANSIENT_PREFIX: &str = "__RMQ.TRANSIENT.";
+
+    /// Separator between a property name and its value.
+    pub const NAME_VALUE_SEPARATOR: u8 = 0x01;
+    /// Terminator after each name/value pair.
+    pub const PROPERTY_SEPARATOR: u8 = 0x02;
+    /// Separator between keys in the `KEYS` property.
+    pub const KEY_SEPARATOR: char = ' ';
+}
+
+/// Reserved topic names and prefixes.
+pub mod topic {
+    /// Auto-create template topic.
+    pub const AUTO_CREATE_TOPIC: &str = "TBW102";
+    pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+    pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
+    pub const BENCHMARK_TOPIC: &str = "BenchmarkTest";
+    pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
+    pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+    pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+    pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+    pub const RETRY_GROUP_PREFIX: &str = "%RETRY%";
+    pub const DLQ_GROUP_PREFIX: &str = "%DLQ%";
+}
+
+/// Topic permission bits (`PermName`).
+pub mod perm {
+    pub const PRIORITY: i32 = 8;
+    pub const READ: i32 = 4;
+    pub const WRITE: i32 = 2;
+    pub const INHERIT: i32 = 1;
+
+    pub fn is_readable(perm: i32) -> bool {
+        perm & READ == READ
+    }
+    pub fn is_writeable(perm: i32) -> bool {
+        perm & WRITE == WRITE
+    }
+    pub fn is_inherited(perm: i32) -> bool {
+        perm & INHERIT == INHERIT
+    }
+}
+
+/// The `MQVersion.Version` ordinal Basalt reports: V4_9_4, the first version
+/// whose clients receive standard (quoted-key) route JSON.
+pub const MQ_VERSION: i32 = 401;
+
+/// Largest body a producer may send by default (`maxMessageSize`, 4 MiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
