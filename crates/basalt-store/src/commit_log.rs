@@ -211,9 +211,7 @@ impl CommitLog {
         ENCODE_BUF.with(|cell| {
             let mut buf = cell.borrow_mut();
             buf.clear();
-            let len = draft
-                .encode_into(&mut buf)
-                .map_err(|e| illegal(e.to_string()))?;
+            let len = self.encode(draft, &mut buf)?;
             self.append_encoded(
                 draft.topic,
                 draft.queue_id,
@@ -241,10 +239,7 @@ impl CommitLog {
             buf.clear();
             let mut sizes = Vec::with_capacity(drafts.len());
             for d in drafts {
-                sizes.push(
-                    d.encode_into(&mut buf)
-                        .map_err(|e| illegal(e.to_string()))?,
-                );
+                sizes.push(self.encode(d, &mut buf)?);
             }
             self.append_encoded(
                 first.topic,
@@ -253,6 +248,23 @@ impl CommitLog {
                 &mut buf,
                 &sizes,
             )
+        })
+    }
+
+    fn encode(&self, d: &RecordDraft<'_>, buf: &mut Vec<u8>) -> Result<usize, AppendError> {
+        let r = if self.config.append_prop_crc {
+            d.encode_with_crc_trailer(buf)
+        } else {
+            d.encode_into(buf)
+        };
+        r.map_err(|e| match e {
+            basalt_common::CodecError::TooLarge {
+                what: "properties", ..
+            } => AppendError {
+                status: PutMessageStatus::PropertiesSizeExceeded,
+                detail: e.to_string(),
+            },
+            e => illegal(e.to_string()),
         })
     }
 
@@ -321,6 +333,7 @@ impl CommitLog {
         } else {
             0
         };
+        let seal = self.config.append_prop_crc;
         let mut batch_offsets = Vec::new();
         if sizes.len() > 1 {
             batch_offsets.reserve(sizes.len());
@@ -334,7 +347,11 @@ impl CommitLog {
                 } else {
                     0
                 };
-                record::stamp(&mut dst[at..at + len], qoff, phys + at as i64, store_ts);
+                let rec = &mut dst[at..at + len];
+                record::stamp(rec, qoff, phys + at as i64, store_ts);
+                if seal {
+                    record::seal_crc(rec);
+                }
                 if sizes.len() > 1 {
                     batch_offsets.push(phys + at as i64);
                 }

@@ -47,6 +47,11 @@ pub struct StoreConfig {
     pub warm_mapped_file: bool,
     /// `checkCRCOnRecover`.
     pub check_crc_on_recover: bool,
+    /// `enabledAppendPropCRC`: end every record's properties with a CRC of
+    /// the whole record (`__CRC32#`), so damage anywhere in a record — not
+    /// only in its body — is detected. On by default in Basalt (RocketMQ
+    /// defaults it off); 4.x-era consumers see one extra property.
+    pub append_prop_crc: bool,
     /// `maxMessageSize` (4 MiB): largest record the store accepts.
     pub max_message_size: usize,
     /// `messageIndexEnable`.
@@ -105,6 +110,7 @@ impl StoreConfig {
             flush_consume_queue_thorough_interval: Duration::from_secs(60),
             warm_mapped_file: false,
             check_crc_on_recover: true,
+            append_prop_crc: true,
             max_message_size: basalt_common::constants::DEFAULT_MAX_MESSAGE_SIZE,
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,

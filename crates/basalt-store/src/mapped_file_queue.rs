@@ -426,16 +426,23 @@ impl MappedFileQueue {
 
     /// Stops the allocator thread and removes a file it prepared but nobody used.
     pub fn shutdown(&self) {
+        let end = self.last().map(|f| f.end_offset()).unwrap_or(0);
         if let Some(a) = self.allocator.lock().take() {
-            a.stop();
+            a.stop(end);
         }
     }
 }
 
 impl Drop for MappedFileQueue {
     fn drop(&mut self) {
+        let end = self
+            .files
+            .get_mut()
+            .last()
+            .map(|f| f.end_offset())
+            .unwrap_or(0);
         if let Some(a) = self.allocator.get_mut().take() {
-            a.stop();
+            a.stop(end);
         }
     }
 }
@@ -524,31 +531,39 @@ impl Allocator {
     }
 
     /// The prepared file for `start`, if that is what was prepared.
+    ///
+    /// A prepared file for another offset is dropped from the slot but never
+    /// deleted here: the writer may have created the same file itself while
+    /// the allocator was slow, and then it holds data. Unused files are
+    /// removed by [`Allocator::stop`] only if they lie past the log's end.
     fn take(&self, start: i64, wants_buffer: bool) -> Option<Arc<MappedFile>> {
         let mut ready = self.shared.ready.lock();
         match ready.take() {
             Some(f) if f.start_offset() == start && (!wants_buffer || f.has_write_buffer()) => {
                 Some(f)
             }
-            Some(other) => {
-                // Not the file needed (a truncation moved the tail); drop it.
-                let _ = other.destroy();
+            Some(other) if other.start_offset() > start => {
+                // Prepared ahead of time for a later roll: keep it.
+                *ready = Some(other);
                 None
             }
-            None => None,
+            _ => None,
         }
     }
 
-    fn stop(mut self) {
+    /// Stops the thread. A prepared file that starts at or after `log_end`
+    /// holds nothing and would look like an empty tail on the next start, so
+    /// it is removed.
+    fn stop(mut self, log_end: i64) {
         self.shared.stop.store(true, Ordering::Release);
         self.shared.signal.notify();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        // A prepared but unused file would look like an empty tail file on the
-        // next start; remove it.
         if let Some(f) = self.shared.ready.lock().take() {
-            let _ = f.destroy();
+            if f.start_offset() >= log_end && f.wrote_position() == 0 {
+                let _ = f.destroy();
+            }
         }
     }
 }

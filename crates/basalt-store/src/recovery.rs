@@ -124,32 +124,49 @@ pub fn find_valid_record_after(files: &[Arc<MappedFile>], idx: usize, pos: usize
     let f = &files[idx];
     let raw = f.raw();
     for (start, end) in data_ranges(f, pos + 1) {
-        // A record's magic sits 4 bytes into it.
-        let window = &raw[start..end];
-        for magic in [record::MAGIC_V1, record::MAGIC_V2] {
-            let needle = magic.to_be_bytes();
-            for hit in memchr::memmem::find_iter(window, &needle) {
-                let rec = start + hit;
-                if rec < 4 || rec - 4 <= pos {
-                    continue;
-                }
-                let at = rec - 4;
-                if let Ok(v) = RecordView::parse(&raw[at..], true) {
-                    if v.physical_offset == f.start_offset() + at as i64 {
-                        return Some(v.physical_offset);
-                    }
-                }
+        if let Some(found) = find_valid_record_in(raw, f.start_offset(), start.max(pos + 1), end) {
+            return Some(found);
+        }
+    }
+    files[idx + 1..]
+        .iter()
+        .find(|g| valid_record_at(g.raw(), g.start_offset(), 0))
+        .map(|g| g.start_offset())
+}
+
+/// The first position in `raw[from..to)` (a file starting at global `base`)
+/// where a valid record (CRC checked, PHYSICALOFFSET equal to its position)
+/// starts, as a global offset.
+pub fn find_valid_record_in(raw: &[u8], base: i64, from: usize, to: usize) -> Option<i64> {
+    let to = to.min(raw.len());
+    if from + 4 >= to {
+        return None;
+    }
+    // A record's magic sits 4 bytes into it; search from the first place a
+    // record starting at or after `from` could have its magic.
+    let search_from = from + 4;
+    let window = &raw[search_from..to];
+    let mut best: Option<i64> = None;
+    for magic in [record::MAGIC_V1, record::MAGIC_V2] {
+        let needle = magic.to_be_bytes();
+        for hit in memchr::memmem::find_iter(window, &needle) {
+            let at = search_from + hit - 4;
+            if valid_record_at(raw, base, at) {
+                let g = base + at as i64;
+                best = Some(best.map_or(g, |b| b.min(g)));
+                break;
             }
         }
     }
-    for g in &files[idx + 1..] {
-        if let Ok(v) = RecordView::parse(g.raw(), true) {
-            if v.physical_offset == g.start_offset() {
-                return Some(g.start_offset());
-            }
-        }
+    best
+}
+
+/// Whether a valid record whose PHYSICALOFFSET matches starts at `at`.
+pub fn valid_record_at(raw: &[u8], base: i64, at: usize) -> bool {
+    match RecordView::parse(&raw[at.min(raw.len())..], true) {
+        Ok(v) => v.physical_offset == base + at as i64,
+        Err(_) => false,
     }
-    None
 }
 
 /// Byte ranges of a file from `from` that hold data (holes skipped).
