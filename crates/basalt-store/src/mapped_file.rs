@@ -422,8 +422,11 @@ impl MappedFile {
         Ok(self.flushed_position())
     }
 
-    /// Pre-faults every page for writing so appends do not stall on page
-    /// faults (RocketMQ's `warmMappedFile`).
+    /// Pre-faults every page and allocates the file's blocks on disk, so
+    /// appends neither stall on page faults that zero-fill memory nor make
+    /// fsyncs allocate blocks (RocketMQ's `warmMappedFile`). The zeros are
+    /// written back here, once, so the pages are clean when appends begin and
+    /// a later fsync writes only what was appended.
     pub fn warm(&self) {
         // SAFETY: madvise on our own mapping's range.
         let rc = unsafe {
@@ -441,6 +444,9 @@ impl MappedFile {
                 // SAFETY: in bounds; the file is not yet in use by any writer.
                 unsafe { std::ptr::write_volatile(base.add(off), 0) };
             }
+        }
+        if let Err(e) = self.file.sync_data() {
+            tracing::warn!(file = %self.path.display(), error = %e, "fsync while warming a new file failed");
         }
     }
 
