@@ -25,7 +25,7 @@ pub mod transport;
 
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 pub use error::{DecodeError, HeaderError, RemotingError};
-//pub use transport::{
-//    Channel, ClientConfig, ClientRequestHandler, RemotingClient, RemotingServer, RequestProcessor,
-//    ServerConfig, ServerHandle,
-//};
+pub use transport::{
+    Channel, ClientConfig, ClientRequestHandler, ConnectionConfig, RemotingClient, RemotingServer,
+    RequestProcessor, ServerConfig, ServerHandle,
+};
