@@ -1,12 +1,14 @@
 //! The two tasks of a connection.
 //!
-//! The reader decodes frames, routes responses to waiting requests and spawns
-//! one task per request. The writer takes everything queued at once, encodes
+//! The reader decodes frames, routes responses to waiting requests and runs
+//! each request until it first waits, then leaves it to a task of its own. The writer takes everything queued at once, encodes
 //! all headers into one buffer (copying small bodies next to them) and writes
 //! headers and large bodies with vectored writes, so a burst of responses costs
 //! one syscall and a large pull body is never copied.
 
+use std::future::Future;
 use std::io::{self, IoSlice};
+use std::task::{Context, Waker};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -83,7 +85,7 @@ async fn read_loop<P: RequestProcessor>(
                     };
                     let ch = channel.clone();
                     let p = processor.clone();
-                    tokio::spawn(async move {
+                    let mut task = Box::pin(async move {
                         let opaque = cmd.opaque;
                         let oneway = cmd.is_oneway();
                         let resp = p.process(&ch, cmd).await;
@@ -94,6 +96,15 @@ async fn read_loop<P: RequestProcessor>(
                         }
                         drop(permit);
                     });
+                    // Run the request inline up to its first pending await:
+                    // requests then start in arrival order, and one that
+                    // completes at once costs no task. Only a request that
+                    // waits (long polling, flush) gets a task of its own,
+                    // whose first poll registers the real waker.
+                    let mut cx = Context::from_waker(Waker::noop());
+                    if task.as_mut().poll(&mut cx).is_pending() {
+                        tokio::spawn(task);
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {
