@@ -8,7 +8,6 @@
 //! buffer and leaves the body as its own [`Bytes`], so a writer can send both
 //! with one vectored write and never copy a large body.
 
-use std::borrow::Cow;
 use std::fmt;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -252,8 +251,7 @@ pub fn decode_binary_header(mut h: &[u8]) -> Result<RemotingCommand, DecodeError
             return Err(DecodeError::Binary("ext key length out of range"));
         }
         let key = std::str::from_utf8(&area[..klen as usize])
-            .map_err(|_| DecodeError::Utf8("ext key"))?
-            .to_string();
+            .map_err(|_| DecodeError::Utf8("ext key"))?;
         area.advance(klen as usize);
         if area.len() < 4 {
             return Err(DecodeError::Binary("ext value length truncated"));
@@ -263,12 +261,11 @@ pub fn decode_binary_header(mut h: &[u8]) -> Result<RemotingCommand, DecodeError
             return Err(DecodeError::Binary("ext value length out of range"));
         }
         let val = std::str::from_utf8(&area[..vlen as usize])
-            .map_err(|_| DecodeError::Utf8("ext value"))?
-            .to_string();
-        area.advance(vlen as usize);
+            .map_err(|_| DecodeError::Utf8("ext value"))?;
         if !key.is_empty() {
             ext.push_unchecked(key, val);
         }
+        area.advance(vlen as usize);
     }
     Ok(RemotingCommand {
         code,
@@ -480,6 +477,7 @@ impl<'de> de::Deserialize<'de> for LenientString {
 }
 
 /// The extFields object: string keys, scalar values; null values are dropped.
+/// Keys and values are appended straight into the [`ExtFields`] text buffer.
 struct LenientExt(ExtFields);
 
 impl<'de> de::Deserialize<'de> for LenientExt {
@@ -491,18 +489,89 @@ impl<'de> de::Deserialize<'de> for LenientExt {
                 f.write_str("an extFields object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LenientExt, A::Error> {
-                let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
-                while let Some(k) = map.next_key::<Cow<'de, str>>()? {
+                let mut ext = ExtFields::with_capacity(16);
+                loop {
+                    let start = ext.text_mut().len();
+                    if map.next_key_seed(AppendKey(ext.text_mut()))?.is_none() {
+                        break;
+                    }
+                    let key_end = ext.text_mut().len();
                     // Appended without a duplicate scan: a hostile header with
                     // many keys must not cost quadratic time.
-                    if let Some(v) = map.next_value::<LenientString>()?.0 {
-                        ext.push_unchecked(k.into_owned(), v);
+                    if map.next_value_seed(AppendScalar(ext.text_mut()))? {
+                        ext.push_written(start, key_end);
+                    } else {
+                        ext.text_mut().truncate(start);
                     }
                 }
                 Ok(LenientExt(ext))
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+/// Appends a string key to a buffer.
+struct AppendKey<'a>(&'a mut String);
+
+impl<'de> de::DeserializeSeed<'de> for AppendKey<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for AppendKey<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(v);
+        Ok(())
+    }
+}
+
+/// Appends a scalar value as text to a buffer; `false` for null.
+struct AppendScalar<'a>(&'a mut String);
+
+impl<'de> de::DeserializeSeed<'de> for AppendScalar<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for AppendScalar<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string, number, boolean or null")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        self.0.push_str(v);
+        Ok(true)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        use std::fmt::Write;
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        use std::fmt::Write;
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
+        use std::fmt::Write;
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(true)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
     }
 }
 

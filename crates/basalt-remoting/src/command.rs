@@ -126,11 +126,22 @@ impl SerializeType {
 /// The flattened custom header of a command: string keys to string values,
 /// kept in insertion order (keys unique; `insert` replaces).
 ///
-/// A vector, not a hash map: headers hold a handful of keys, where a linear scan
-/// beats hashing and costs one allocation instead of a table.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// All keys and values live in one text buffer with a small span table, so a
+/// decoded or cloned header costs two allocations however many fields it has
+/// (a send request has fourteen). Lookups scan linearly, which beats hashing
+/// at these sizes.
+#[derive(Clone, Default)]
 pub struct ExtFields {
-    entries: Vec<(String, String)>,
+    text: String,
+    spans: Vec<Span>,
+}
+
+/// One entry: key = `text[start..key_end]`, value = `text[key_end..end]`.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: usize,
+    key_end: usize,
+    end: usize,
 }
 
 impl ExtFields {
@@ -138,60 +149,118 @@ impl ExtFields {
         Self::default()
     }
 
+    /// Room for `n` entries of typical size.
     pub fn with_capacity(n: usize) -> Self {
         Self {
-            entries: Vec::with_capacity(n),
+            text: String::with_capacity(n * 16),
+            spans: Vec::with_capacity(n),
         }
     }
 
+    fn key_of(&self, s: &Span) -> &str {
+        &self.text[s.start..s.key_end]
+    }
+
+    fn value_of(&self, s: &Span) -> &str {
+        &self.text[s.key_end..s.end]
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.spans.iter().position(|s| self.key_of(s) == key)
+    }
+
     /// Sets `key` to `value`, replacing an earlier value of the same key.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let key = key.into();
-        let value = value.into();
-        if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == key) {
-            slot.1 = value;
-        } else {
-            self.entries.push((key, value));
+    pub fn insert(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        match self.position(key) {
+            Some(i) => {
+                // The old text stays behind as garbage; headers are short-lived.
+                let start = self.text.len();
+                self.text.push_str(key);
+                let key_end = self.text.len();
+                self.text.push_str(value);
+                self.spans[i] = Span {
+                    start,
+                    key_end,
+                    end: self.text.len(),
+                };
+            }
+            None => self.push_unchecked(key, value),
         }
     }
 
     /// Appends without checking for an earlier value of the same key. The
-    /// decoders use it; a duplicate key makes later `get`s see the first value.
-    pub(crate) fn push_unchecked(&mut self, key: String, value: String) {
-        self.entries.push((key, value));
+    /// decoders and typed headers use it; with a duplicate key, `get` sees
+    /// the first value.
+    pub(crate) fn push_unchecked(&mut self, key: &str, value: &str) {
+        let start = self.text.len();
+        self.text.push_str(key);
+        let key_end = self.text.len();
+        self.text.push_str(value);
+        self.spans.push(Span {
+            start,
+            key_end,
+            end: self.text.len(),
+        });
+    }
+
+    /// Appends an entry whose key and value a decoder has just written to
+    /// the end of the text buffer (see [`Self::text_mut`]).
+    pub(crate) fn push_written(&mut self, start: usize, key_end: usize) {
+        self.spans.push(Span {
+            start,
+            key_end,
+            end: self.text.len(),
+        });
+    }
+
+    /// Appends `key` with a decimal value, formatted in place.
+    pub(crate) fn push_i64(&mut self, key: &str, v: i64) {
+        use std::fmt::Write;
+        let start = self.text.len();
+        self.text.push_str(key);
+        let key_end = self.text.len();
+        let _ = write!(self.text, "{v}");
+        self.push_written(start, key_end);
+    }
+
+    /// The text buffer, for decoders that append keys and values in place.
+    pub(crate) fn text_mut(&mut self) -> &mut String {
+        &mut self.text
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.entries
+        self.spans
             .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+            .find(|s| self.key_of(s) == key)
+            .map(|s| self.value_of(s))
     }
 
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        let i = self.entries.iter().position(|(k, _)| k == key)?;
-        Some(self.entries.remove(i).1)
+        let i = self.position(key)?;
+        let s = self.spans.remove(i);
+        Some(self.value_of(&s).to_string())
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.position(key).is_some()
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.spans.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.spans.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.spans.iter().map(|s| (self.key_of(s), self.value_of(s)))
     }
 
     /// Moves every entry of `other` into `self` (replacing equal keys).
     pub fn extend(&mut self, other: ExtFields) {
-        for (k, v) in other.entries {
+        for (k, v) in other.iter() {
             self.insert(k, v);
         }
     }
@@ -235,13 +304,21 @@ impl ExtFields {
     }
 }
 
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for ExtFields {}
+
 impl fmt::Debug for ExtFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut ext = ExtFields::new();
         for (k, v) in iter {

@@ -30,7 +30,7 @@ impl ExtValue for String {
         ext.ext_str(key).map(str::to_string)
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.push_unchecked(key.to_string(), self.clone());
+        ext.push_unchecked(key, self);
     }
 }
 
@@ -39,7 +39,7 @@ impl ExtValue for i32 {
         ext.ext_i32(key)
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.push_unchecked(key.to_string(), self.to_string());
+        ext.push_i64(key, *self as i64);
     }
 }
 
@@ -48,7 +48,7 @@ impl ExtValue for i64 {
         ext.ext_i64(key)
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.push_unchecked(key.to_string(), self.to_string());
+        ext.push_i64(key, *self as i64);
     }
 }
 
@@ -57,7 +57,7 @@ impl ExtValue for bool {
         ext.ext_bool(key)
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.push_unchecked(key.to_string(), if *self { "true" } else { "false" }.into());
+        ext.push_unchecked(key, if *self { "true" } else { "false" });
     }
 }
 
