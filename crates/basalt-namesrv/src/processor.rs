@@ -51,8 +51,9 @@ impl NamesrvProcessor {
             request::REGISTER_BROKER => self.register_broker(channel, req),
             request::UNREGISTER_BROKER => self.unregister_broker(req),
             request::GET_ROUTEINFO_BY_TOPIC => self.route_info(req),
-            request::GET_BROKER_CLUSTER_INFO => Ok(success(req)
-                .with_body(self.routes.read().cluster_info().encode())),
+            request::GET_BROKER_CLUSTER_INFO => {
+                Ok(success(req).with_body(self.routes.read().cluster_info().encode()))
+            }
             request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => {
                 let list = self.routes.read().all_topics();
                 Ok(success(req).with_body(json(&list)))
@@ -100,7 +101,8 @@ impl NamesrvProcessor {
         let wrapper = if req.body.is_empty() {
             None
         } else {
-            match RegisterBrokerBody::decode(&req.body, h.compressed.unwrap_or(false), req.version) {
+            match RegisterBrokerBody::decode(&req.body, h.compressed.unwrap_or(false), req.version)
+            {
                 Ok(b) => Some(b),
                 Err(e) => {
                     tracing::warn!(broker = %h.broker_addr, error = %e, "bad register body");
@@ -171,7 +173,10 @@ impl NamesrvProcessor {
             None => error(
                 req,
                 response::TOPIC_NOT_EXIST,
-                format!("No topic route info in name server for the topic: {}", h.topic),
+                format!(
+                    "No topic route info in name server for the topic: {}",
+                    h.topic
+                ),
             ),
         })
     }

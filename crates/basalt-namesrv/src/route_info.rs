@@ -95,7 +95,11 @@ impl RouteInfoManager {
     /// Registers (or re-registers) a broker. Topic configs of a master update
     /// the queue table when its DataVersion differs from the one it sent last
     /// time, or when this is its first registration.
-    pub fn register_broker(&mut self, reg: BrokerRegistration, now_ms: i64) -> RegisterBrokerResult {
+    pub fn register_broker(
+        &mut self,
+        reg: BrokerRegistration,
+        now_ms: i64,
+    ) -> RegisterBrokerResult {
         let key = BrokerAddrKey {
             cluster_name: reg.cluster_name.clone(),
             broker_addr: reg.broker_addr.clone(),

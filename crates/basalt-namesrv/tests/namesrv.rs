@@ -98,7 +98,14 @@ async fn register_and_look_up_routes() {
     let r = client
         .invoke(
             &addr,
-            register_request("broker-a", "10.0.0.1:10911", 0, &body(&[("T", 4), ("A", 1)]), false, 401),
+            register_request(
+                "broker-a",
+                "10.0.0.1:10911",
+                0,
+                &body(&[("T", 4), ("A", 1)]),
+                false,
+                401,
+            ),
             T,
         )
         .await
@@ -107,7 +114,14 @@ async fn register_and_look_up_routes() {
     let r = client
         .invoke(
             &addr,
-            register_request("broker-b", "10.0.0.2:10911", 0, &body(&[("T", 2)]), true, 479),
+            register_request(
+                "broker-b",
+                "10.0.0.2:10911",
+                0,
+                &body(&[("T", 2)]),
+                true,
+                479,
+            ),
             T,
         )
         .await
@@ -117,7 +131,14 @@ async fn register_and_look_up_routes() {
     let r = client
         .invoke(
             &addr,
-            register_request("broker-a", "10.0.0.3:10911", 1, &body(&[("T", 4)]), false, 401),
+            register_request(
+                "broker-a",
+                "10.0.0.3:10911",
+                1,
+                &body(&[("T", 4)]),
+                false,
+                401,
+            ),
             T,
         )
         .await
@@ -130,11 +151,17 @@ async fn register_and_look_up_routes() {
     let old = route(&client, &addr, "T", 317).await;
     assert_eq!(old.code, response::SUCCESS);
     let text = String::from_utf8(old.body.to_vec()).unwrap();
-    assert!(text.contains(r#""brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.3:10911"}"#), "{text}");
+    assert!(
+        text.contains(r#""brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.3:10911"}"#),
+        "{text}"
+    );
     assert!(!text.contains("orderTopicConf"));
     let new = route(&client, &addr, "T", 401).await;
     let text = String::from_utf8(new.body.to_vec()).unwrap();
-    assert!(text.contains(r#""brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.3:10911"}"#), "{text}");
+    assert!(
+        text.contains(r#""brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.3:10911"}"#),
+        "{text}"
+    );
     let rd = TopicRouteData::decode(&new.body).unwrap();
     assert_eq!(rd, TopicRouteData::decode(&old.body).unwrap());
     assert_eq!(rd.queue_datas.len(), 2);
@@ -158,7 +185,11 @@ async fn register_and_look_up_routes() {
 
     // Cluster info: bare keys always.
     let ci = client
-        .invoke(&addr, RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO), T)
+        .invoke(
+            &addr,
+            RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
+            T,
+        )
         .await
         .unwrap();
     assert!(String::from_utf8_lossy(&ci.body).contains(r#""brokerAddrs":{0:"#));
@@ -175,13 +206,19 @@ async fn register_and_look_up_routes() {
         .await
         .unwrap();
     let tl: TopicList = serde_json::from_slice(&tl.body).unwrap();
-    assert_eq!(tl.topic_list.into_iter().collect::<Vec<_>>(), vec!["A", "T"]);
+    assert_eq!(
+        tl.topic_list.into_iter().collect::<Vec<_>>(),
+        vec!["A", "T"]
+    );
 
     // Delete A, unregister broker-b.
     let mut del = RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV);
     del.ext_fields.insert("topic", "A");
     assert_eq!(client.invoke(&addr, del, T).await.unwrap().code, 0);
-    assert_eq!(route(&client, &addr, "A", 401).await.code, response::TOPIC_NOT_EXIST);
+    assert_eq!(
+        route(&client, &addr, "A", 401).await.code,
+        response::TOPIC_NOT_EXIST
+    );
     let un = UnregisterBrokerRequestHeader {
         broker_name: "broker-b".into(),
         broker_addr: "10.0.0.2:10911".into(),
@@ -189,7 +226,11 @@ async fn register_and_look_up_routes() {
         broker_id: 0,
     };
     let r = client
-        .invoke(&addr, RemotingCommand::request(request::UNREGISTER_BROKER).with_ext(un.to_ext()), T)
+        .invoke(
+            &addr,
+            RemotingCommand::request(request::UNREGISTER_BROKER).with_ext(un.to_ext()),
+            T,
+        )
         .await
         .unwrap();
     assert_eq!(r.code, 0);
@@ -211,7 +252,11 @@ async fn bad_requests_get_error_responses() {
     assert_eq!(r.remark.as_deref(), Some("crc32 not match"));
     // Missing header field.
     let r = client
-        .invoke(&addr, RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC), T)
+        .invoke(
+            &addr,
+            RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC),
+            T,
+        )
         .await
         .unwrap();
     assert_eq!(r.code, response::SYSTEM_ERROR);
@@ -246,7 +291,11 @@ async fn silent_brokers_expire_and_closed_connections_drop_routes() {
     let (ns, addr) = start(Duration::from_millis(300), Duration::from_millis(50)).await;
     let client = RemotingClient::default();
     let r = client
-        .invoke(&addr, register_request("e", "9.9.9.9:1", 0, &body(&[("E", 1)]), false, 401), T)
+        .invoke(
+            &addr,
+            register_request("e", "9.9.9.9:1", 0, &body(&[("E", 1)]), false, 401),
+            T,
+        )
         .await
         .unwrap();
     assert_eq!(r.code, 0);
@@ -257,7 +306,11 @@ async fn silent_brokers_expire_and_closed_connections_drop_routes() {
     let (ns2, addr2) = start(Duration::from_secs(120), Duration::from_secs(60)).await;
     let broker = RemotingClient::default();
     broker
-        .invoke(&addr2, register_request("c", "8.8.8.8:1", 0, &body(&[("C", 1)]), false, 401), T)
+        .invoke(
+            &addr2,
+            register_request("c", "8.8.8.8:1", 0, &body(&[("C", 1)]), false, 401),
+            T,
+        )
         .await
         .unwrap();
     assert_eq!(route(&client, &addr2, "C", 401).await.code, 0);

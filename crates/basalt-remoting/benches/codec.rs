@@ -55,7 +55,11 @@ fn pull_response() -> RemotingCommand {
 }
 
 /// Encodes into a reused buffer (as the writer task does) and decodes the frame.
-fn round_trip(cmd: &RemotingCommand, buf: &mut BytesMut, decoder: &FrameDecoder) -> RemotingCommand {
+fn round_trip(
+    cmd: &RemotingCommand,
+    buf: &mut BytesMut,
+    decoder: &FrameDecoder,
+) -> RemotingCommand {
     buf.clear();
     encode_header_into(cmd, buf).unwrap();
     buf.extend_from_slice(&cmd.body);
@@ -67,7 +71,10 @@ fn round_trip(cmd: &RemotingCommand, buf: &mut BytesMut, decoder: &FrameDecoder)
 
 fn benches(c: &mut Criterion) {
     let decoder = FrameDecoder::default();
-    for (name, ty) in [("json", SerializeType::Json), ("binary", SerializeType::Rocketmq)] {
+    for (name, ty) in [
+        ("json", SerializeType::Json),
+        ("binary", SerializeType::Rocketmq),
+    ] {
         let cmd = send_request(ty);
         let mut buf = BytesMut::with_capacity(4096);
         c.bench_function(&format!("send_v2_request/{name}/encode"), |b| {

@@ -68,7 +68,13 @@ pub fn encode_frame(cmd: &RemotingCommand) -> Result<BytesMut, DecodeError> {
 }
 
 fn write_json_header(cmd: &RemotingCommand, out: &mut BytesMut) {
-    out.reserve(160 + cmd.ext_fields.iter().map(|(k, v)| k.len() + v.len() + 6).sum::<usize>());
+    out.reserve(
+        160 + cmd
+            .ext_fields
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 6)
+            .sum::<usize>(),
+    );
     out.put_slice(b"{\"code\":");
     json::write_i64(out, cmd.code as i64);
     out.put_slice(b",\"extFields\":{");
@@ -361,7 +367,10 @@ impl<'de> Visitor<'de> for HeaderVisitor {
                 }
                 HeaderKey::Remark => cmd.remark = map.next_value::<LenientString>()?.0,
                 HeaderKey::ExtFields => {
-                    cmd.ext_fields = map.next_value::<Option<LenientExt>>()?.map(|e| e.0).unwrap_or_default();
+                    cmd.ext_fields = map
+                        .next_value::<Option<LenientExt>>()?
+                        .map(|e| e.0)
+                        .unwrap_or_default();
                 }
                 HeaderKey::Other => {
                     map.next_value::<IgnoredAny>()?;

@@ -80,10 +80,7 @@ impl LanguageCode {
 
     /// Decodes a binary-header byte; unknown numbers become `Other`.
     pub fn from_code(code: u8) -> Self {
-        Self::ALL
-            .get(code as usize)
-            .copied()
-            .unwrap_or(Self::Other)
+        Self::ALL.get(code as usize).copied().unwrap_or(Self::Other)
     }
 
     /// Decodes a JSON-header name; unknown names become `Other`.
@@ -255,7 +252,9 @@ impl ExtFields {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.spans.iter().map(|s| (self.key_of(s), self.value_of(s)))
+        self.spans
+            .iter()
+            .map(|s| (self.key_of(s), self.value_of(s)))
     }
 
     /// Moves every entry of `other` into `self` (replacing equal keys).
@@ -519,6 +518,9 @@ mod tests {
         assert_eq!(resp.opaque, 9);
         let ns = RemotingCommand::not_supported(&req);
         assert_eq!(ns.code, 3);
-        assert_eq!(ns.remark.as_deref(), Some(" request type 310 not supported"));
+        assert_eq!(
+            ns.remark.as_deref(),
+            Some(" request type 310 not supported")
+        );
     }
 }

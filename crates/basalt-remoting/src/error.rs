@@ -48,7 +48,11 @@ pub enum RemotingError {
     #[error("connecting to {addr} timed out after {millis} ms")]
     ConnectTimeout { addr: String, millis: u64 },
     #[error("request code {code} to {addr} timed out after {millis} ms")]
-    Timeout { addr: String, code: i32, millis: u64 },
+    Timeout {
+        addr: String,
+        code: i32,
+        millis: u64,
+    },
     #[error("frame of {len} bytes exceeds the maximum {max}")]
     FrameTooLarge { len: i64, max: usize },
     #[error("decode error from {addr}: {source}")]

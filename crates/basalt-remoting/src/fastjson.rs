@@ -215,11 +215,7 @@ pub mod mq_map {
             Option::<serde_json::Map<String, serde_json::Value>>::deserialize(d)?
                 .map(|m| {
                     m.into_iter()
-                        .map(|(k, v)| {
-                            V::deserialize(v)
-                                .map(|v| (k, v))
-                                .map_err(D::Error::custom)
-                        })
+                        .map(|(k, v)| V::deserialize(v).map(|v| (k, v)).map_err(D::Error::custom))
                         .collect::<Result<Vec<_>, D::Error>>()
                 })
                 .transpose()?;
@@ -246,10 +242,8 @@ mod tests {
             n,
             r#"{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"}}"#
         );
-        let m: BTreeMap<String, BTreeMap<i64, String>> = from_str(
-            "{\"brokerAddrs\" : { 0 : \"a\" ,\n -1:\"b\"}}",
-        )
-        .unwrap();
+        let m: BTreeMap<String, BTreeMap<i64, String>> =
+            from_str("{\"brokerAddrs\" : { 0 : \"a\" ,\n -1:\"b\"}}").unwrap();
         assert_eq!(m["brokerAddrs"][&-1], "b");
     }
 
@@ -263,10 +257,17 @@ mod tests {
 
     #[test]
     fn object_keys_become_strings() {
-        let s = r#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:{"brokerOffset":5}}}"#;
+        let s =
+            r#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:{"brokerOffset":5}}}"#;
         let n = normalize(s).unwrap();
         let v: serde_json::Value = serde_json::from_str(&n).unwrap();
-        let key = v["offsetTable"].as_object().unwrap().keys().next().unwrap().clone();
+        let key = v["offsetTable"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
         assert_eq!(key, r#"{"brokerName":"b","queueId":0,"topic":"t"}"#);
     }
 

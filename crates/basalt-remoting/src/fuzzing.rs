@@ -90,7 +90,8 @@ pub fn batch_decode(data: &[u8]) {
     if let Ok(entries) = basalt_common::batch::decode(&body) {
         let again = basalt_common::batch::encode(&entries).expect("decoded batch re-encodes");
         assert_eq!(again.len(), data.len());
-        let back = basalt_common::batch::decode(&Bytes::from(again)).expect("re-encoded batch decodes");
+        let back =
+            basalt_common::batch::decode(&Bytes::from(again)).expect("re-encoded batch decodes");
         assert_eq!(back, entries);
     }
 }
@@ -99,15 +100,18 @@ pub fn batch_decode(data: &[u8]) {
 /// parses must survive our writers.
 pub fn route_json(data: &[u8]) {
     use crate::protocol::*;
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(n) = crate::fastjson::normalize(text) {
-            // Normalized output is stable.
-            assert_eq!(crate::fastjson::normalize(&n).as_deref(), Ok(&*n));
-        }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(n) = crate::fastjson::normalize(text)
+    {
+        // Normalized output is stable.
+        assert_eq!(crate::fastjson::normalize(&n).as_deref(), Ok(&*n));
     }
     if let Ok(r) = TopicRouteData::decode(data) {
         for bare in [false, true] {
-            assert_eq!(TopicRouteData::decode(&r.encode(bare)).ok().as_ref(), Some(&r));
+            assert_eq!(
+                TopicRouteData::decode(&r.encode(bare)).ok().as_ref(),
+                Some(&r)
+            );
         }
     }
     if let Ok(c) = ClusterInfo::decode(data) {

@@ -65,7 +65,9 @@ impl RequestProcessor for TestProcessor {
 
 async fn start() -> (basalt_remoting::ServerHandle, Arc<TestProcessor>, String) {
     let p = Arc::new(TestProcessor::default());
-    let server = RemotingServer::bind("127.0.0.1:0", p.clone()).await.unwrap();
+    let server = RemotingServer::bind("127.0.0.1:0", p.clone())
+        .await
+        .unwrap();
     let addr = server.local_addr().to_string();
     (server, p, addr)
 }
@@ -94,7 +96,10 @@ async fn request_response_json_and_binary() {
         .await
         .unwrap();
     assert_eq!(resp.code, 3);
-    assert_eq!(resp.remark.as_deref(), Some(" request type 4242 not supported"));
+    assert_eq!(
+        resp.remark.as_deref(),
+        Some(" request type 4242 not supported")
+    );
     server.shutdown().await;
 }
 
@@ -105,9 +110,8 @@ async fn many_in_flight_and_out_of_order() {
     // A gated request stays unanswered while a later one completes.
     let c2 = client.clone();
     let a2 = addr.clone();
-    let gated = tokio::spawn(async move {
-        c2.invoke(&a2, RemotingCommand::request(GATED), T).await
-    });
+    let gated =
+        tokio::spawn(async move { c2.invoke(&a2, RemotingCommand::request(GATED), T).await });
     let mut tasks = Vec::new();
     for i in 0..2000u32 {
         let c = client.clone();
@@ -167,7 +171,10 @@ async fn read_frame(s: &mut TcpStream) -> Option<RemotingCommand> {
         if let Some(c) = d.decode(&mut buf).unwrap() {
             return Some(c);
         }
-        let n = tokio::time::timeout(T, s.read_buf(&mut buf)).await.ok()?.ok()?;
+        let n = tokio::time::timeout(T, s.read_buf(&mut buf))
+            .await
+            .ok()?
+            .ok()?;
         if n == 0 {
             return None;
         }
@@ -221,11 +228,19 @@ async fn timeouts_name_address_and_code() {
     let (server, _p, addr) = start().await;
     let client = RemotingClient::default();
     let err = client
-        .invoke(&addr, RemotingCommand::request(NEVER), Duration::from_millis(100))
+        .invoke(
+            &addr,
+            RemotingCommand::request(NEVER),
+            Duration::from_millis(100),
+        )
         .await
         .unwrap_err();
     match &err {
-        RemotingError::Timeout { addr: a, code, millis } => {
+        RemotingError::Timeout {
+            addr: a,
+            code,
+            millis,
+        } => {
             assert_eq!(a, &addr);
             assert_eq!(*code, NEVER);
             assert_eq!(*millis, 100);
@@ -254,7 +269,10 @@ async fn connection_errors_and_reconnect() {
         .invoke(&dead, RemotingCommand::request(ECHO), T)
         .await
         .unwrap_err();
-    assert!(matches!(err, RemotingError::Io { ref addr, .. } if *addr == dead), "{err:?}");
+    assert!(
+        matches!(err, RemotingError::Io { ref addr, .. } if *addr == dead),
+        "{err:?}"
+    );
 
     client
         .invoke(&addr, RemotingCommand::request(REMEMBER), T)
@@ -319,8 +337,14 @@ async fn garbage_closes_only_that_connection() {
         ("oversized length", 0x7fff_fff0i32.to_be_bytes().to_vec()),
         ("negative length", (-5i32).to_be_bytes().to_vec()),
         ("not json", frame_with_header(0, b"this is not json")),
-        ("wrong types", frame_with_header(0, br#"{"code":"abc","opaque":1}"#)),
-        ("ext not an object", frame_with_header(0, br#"{"code":1,"extFields":[1]}"#)),
+        (
+            "wrong types",
+            frame_with_header(0, br#"{"code":"abc","opaque":1}"#),
+        ),
+        (
+            "ext not an object",
+            frame_with_header(0, br#"{"code":1,"extFields":[1]}"#),
+        ),
         ("unknown serialize type", frame_with_header(9, b"{}")),
         ("binary truncated", frame_with_header(1, &[0, 1, 0])),
     ];
@@ -366,7 +390,10 @@ async fn frame_limit_is_configurable() {
     let mut big = RemotingCommand::request(ECHO);
     big.body = Bytes::from(vec![1; 4096]);
     let err = client.invoke(&addr, big, T).await.unwrap_err();
-    assert!(matches!(err, RemotingError::ConnectionClosed { .. }), "{err:?}");
+    assert!(
+        matches!(err, RemotingError::ConnectionClosed { .. }),
+        "{err:?}"
+    );
     server.shutdown().await;
 }
 
@@ -395,7 +422,10 @@ async fn pipelined_raw_frames_all_answered() {
                 n += 1;
             }
             if n < 5000 {
-                let r = tokio::time::timeout(T, rd.read_buf(&mut buf)).await.unwrap().unwrap();
+                let r = tokio::time::timeout(T, rd.read_buf(&mut buf))
+                    .await
+                    .unwrap()
+                    .unwrap();
                 assert!(r > 0);
             }
         }
@@ -415,7 +445,10 @@ async fn channel_closed_errors() {
     let ch = p.channels.lock()[0].clone();
     ch.close();
     assert!(ch.is_closed());
-    let err = ch.request(RemotingCommand::request(40), T).await.unwrap_err();
+    let err = ch
+        .request(RemotingCommand::request(40), T)
+        .await
+        .unwrap_err();
     assert!(matches!(err, RemotingError::ConnectionClosed { .. }));
     // Pending requests fail when the connection closes under them.
     let (tx, mut rx) = mpsc::channel(1);
@@ -442,6 +475,9 @@ async fn channel_closed_errors() {
         assert!(tries < 1000);
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    assert!(matches!(resp, Err(RemotingError::ConnectionClosed { .. })), "{resp:?}");
+    assert!(
+        matches!(resp, Err(RemotingError::ConnectionClosed { .. })),
+        "{resp:?}"
+    );
     server.shutdown().await;
 }

@@ -14,7 +14,12 @@ fn wrapper(counter: i64, topics: &[(&str, i32)]) -> TopicConfigSerializeWrapper 
     }
 }
 
-fn reg(name: &str, addr: &str, id: i64, w: Option<TopicConfigSerializeWrapper>) -> BrokerRegistration {
+fn reg(
+    name: &str,
+    addr: &str,
+    id: i64,
+    w: Option<TopicConfigSerializeWrapper>,
+) -> BrokerRegistration {
     BrokerRegistration {
         cluster_name: "C".into(),
         broker_addr: addr.into(),
@@ -29,7 +34,10 @@ fn reg(name: &str, addr: &str, id: i64, w: Option<TopicConfigSerializeWrapper>) 
 #[test]
 fn master_registration_creates_routes() {
     let mut m = RouteInfoManager::default();
-    let r = m.register_broker(reg("a", "1.1.1.1:10911", 0, Some(wrapper(1, &[("T", 4)]))), 0);
+    let r = m.register_broker(
+        reg("a", "1.1.1.1:10911", 0, Some(wrapper(1, &[("T", 4)]))),
+        0,
+    );
     assert_eq!(r, RegisterBrokerResult::default());
     let route = m.topic_route("T").unwrap();
     assert_eq!(route.queue_datas.len(), 1);
@@ -48,12 +56,24 @@ fn unchanged_data_version_skips_topic_update() {
     let mut m = RouteInfoManager::default();
     m.register_broker(reg("a", "x:1", 0, Some(wrapper(1, &[("T", 4)]))), 0);
     // Same version, different content: ignored (Java trusts the version).
-    m.register_broker(reg("a", "x:1", 0, Some(wrapper(1, &[("T", 8), ("U", 2)]))), 10);
-    assert_eq!(m.topic_route("T").unwrap().queue_datas[0].read_queue_nums, 4);
+    m.register_broker(
+        reg("a", "x:1", 0, Some(wrapper(1, &[("T", 8), ("U", 2)]))),
+        10,
+    );
+    assert_eq!(
+        m.topic_route("T").unwrap().queue_datas[0].read_queue_nums,
+        4
+    );
     assert!(m.topic_route("U").is_none());
     // New version: applied.
-    m.register_broker(reg("a", "x:1", 0, Some(wrapper(2, &[("T", 8), ("U", 2)]))), 20);
-    assert_eq!(m.topic_route("T").unwrap().queue_datas[0].read_queue_nums, 8);
+    m.register_broker(
+        reg("a", "x:1", 0, Some(wrapper(2, &[("T", 8), ("U", 2)]))),
+        20,
+    );
+    assert_eq!(
+        m.topic_route("T").unwrap().queue_datas[0].read_queue_nums,
+        8
+    );
     assert!(m.topic_route("U").is_some());
 }
 
@@ -62,7 +82,10 @@ fn slave_learns_master_addresses_and_adds_no_queues() {
     let mut m = RouteInfoManager::default();
     let r = m.register_broker(reg("a", "s:1", 1, Some(wrapper(1, &[("S", 4)]))), 0);
     assert_eq!(r, RegisterBrokerResult::default(), "no master yet");
-    assert!(m.topic_route("S").is_none(), "slave topics do not create routes");
+    assert!(
+        m.topic_route("S").is_none(),
+        "slave topics do not create routes"
+    );
     m.register_broker(reg("a", "m:1", 0, Some(wrapper(1, &[("T", 4)]))), 0);
     let r = m.register_broker(reg("a", "s:1", 1, Some(wrapper(1, &[("S", 4)]))), 5);
     assert_eq!(r.master_addr.as_deref(), Some("m:1"));
@@ -87,7 +110,10 @@ fn expiry_removes_silent_brokers_and_their_queues() {
     m.register_broker(reg("a", "m:1", 0, Some(wrapper(1, &[("T", 4)]))), 0);
     m.register_broker(reg("a", "s:1", 1, None), 0);
     m.register_broker(reg("b", "n:1", 0, Some(wrapper(1, &[("T", 2)]))), 0);
-    assert!(m.scan_expired(120_000).is_empty(), "exactly at the timeout: still alive");
+    assert!(
+        m.scan_expired(120_000).is_empty(),
+        "exactly at the timeout: still alive"
+    );
     // a's master and b keep registering; a's slave goes silent.
     m.register_broker(reg("a", "m:1", 0, Some(wrapper(1, &[("T", 4)]))), 100_000);
     m.register_broker(reg("b", "n:1", 0, Some(wrapper(1, &[("T", 2)]))), 100_000);
@@ -135,7 +161,10 @@ fn unregister_master_keeps_group_while_slave_remains() {
 #[test]
 fn delete_topic_everywhere_or_per_cluster() {
     let mut m = RouteInfoManager::default();
-    m.register_broker(reg("a", "m:1", 0, Some(wrapper(1, &[("T", 4), ("U", 4)]))), 0);
+    m.register_broker(
+        reg("a", "m:1", 0, Some(wrapper(1, &[("T", 4), ("U", 4)]))),
+        0,
+    );
     let mut other = reg("z", "z:1", 0, Some(wrapper(1, &[("T", 4)])));
     other.cluster_name = "D".into();
     m.register_broker(other, 0);

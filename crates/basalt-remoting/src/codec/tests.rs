@@ -37,12 +37,10 @@ fn golden_json_frame() {
 #[test]
 fn golden_binary_frame() {
     // code 11, GO(9), version 317, opaque 7, flag 1, remark "ok", ext {k: v}, body "xy".
-    let golden = hex(
-        "00000025 0100001f
+    let golden = hex("00000025 0100001f
          000b 09 013d 00000007 00000001 00000002 6f6b
          00000008 0001 6b 00000001 76
-         7879",
-    );
+         7879");
     let cmd = decode_all(&golden);
     assert_eq!(cmd.code, 11);
     assert_eq!(cmd.language, LanguageCode::Go);
@@ -104,17 +102,26 @@ fn frame_errors() {
     let d = FrameDecoder::new(1024);
     // Oversized and negative lengths.
     let mut b = BytesMut::from(&hex("00100000 00000000")[..]);
-    assert!(matches!(d.decode(&mut b), Err(DecodeError::FrameTooLarge { .. })));
+    assert!(matches!(
+        d.decode(&mut b),
+        Err(DecodeError::FrameTooLarge { .. })
+    ));
     let mut b = BytesMut::from(&hex("ffffffff")[..]);
     assert!(d.decode(&mut b).is_err());
     let mut b = BytesMut::from(&hex("00000002 0000")[..]);
     assert!(d.decode(&mut b).is_err());
     // Header length beyond the frame.
     let mut b = BytesMut::from(&hex("00000006 00000010 0000")[..]);
-    assert!(matches!(d.decode(&mut b), Err(DecodeError::HeaderLength { .. })));
+    assert!(matches!(
+        d.decode(&mut b),
+        Err(DecodeError::HeaderLength { .. })
+    ));
     // Unknown serialize type.
     let mut b = BytesMut::from(&hex("00000004 07000000")[..]);
-    assert!(matches!(d.decode(&mut b), Err(DecodeError::UnknownSerializeType(7))));
+    assert!(matches!(
+        d.decode(&mut b),
+        Err(DecodeError::UnknownSerializeType(7))
+    ));
     // Incomplete frames wait for more bytes.
     let mut b = BytesMut::from(&hex("0000000a 0000")[..]);
     assert_eq!(d.decode(&mut b).unwrap(), None);

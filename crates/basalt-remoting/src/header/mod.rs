@@ -48,7 +48,7 @@ impl ExtValue for i64 {
         ext.ext_i64(key)
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.push_i64(key, *self as i64);
+        ext.push_i64(key, *self);
     }
 }
 

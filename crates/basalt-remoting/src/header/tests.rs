@@ -34,7 +34,10 @@ fn send_header_v1_and_v2_parse_to_the_same_struct() {
     assert_eq!(v1.get("bname"), Some("broker-a"));
     let h1 = SendMessageRequestHeader::from_ext(&v1).unwrap();
     assert_eq!(h1, h2);
-    assert_eq!(SendMessageRequestHeader::from_ext(&h1.to_ext_v2()).unwrap(), h2);
+    assert_eq!(
+        SendMessageRequestHeader::from_ext(&h1.to_ext_v2()).unwrap(),
+        h2
+    );
 }
 
 #[test]
@@ -104,7 +107,10 @@ fn register_broker_header_round_trips() {
         compressed: Some(true),
         body_crc32: Some(12345),
     };
-    assert_eq!(RegisterBrokerRequestHeader::from_ext(&h.to_ext()).unwrap(), h);
+    assert_eq!(
+        RegisterBrokerRequestHeader::from_ext(&h.to_ext()).unwrap(),
+        h
+    );
 }
 
 #[test]

@@ -11,14 +11,9 @@ java_enum! {
         /// Pull / lite-pull consumers.
         ConsumeActively = "CONSUME_ACTIVELY",
         /// Push consumers.
+        #[default]
         ConsumePassively = "CONSUME_PASSIVELY",
         ConsumePop = "CONSUME_POP",
-    }
-}
-
-impl Default for ConsumeType {
-    fn default() -> Self {
-        Self::ConsumePassively
     }
 }
 
@@ -26,31 +21,21 @@ java_enum! {
     /// `MessageModel`.
     pub enum MessageModel {
         Broadcasting = "BROADCASTING",
+        #[default]
         Clustering = "CLUSTERING",
-    }
-}
-
-impl Default for MessageModel {
-    fn default() -> Self {
-        Self::Clustering
     }
 }
 
 java_enum! {
     /// `ConsumeFromWhere`.
     pub enum ConsumeFromWhere {
+        #[default]
         ConsumeFromLastOffset = "CONSUME_FROM_LAST_OFFSET",
         ConsumeFromLastOffsetAndFromMinWhenBootFirst = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
         ConsumeFromMinOffset = "CONSUME_FROM_MIN_OFFSET",
         ConsumeFromMaxOffset = "CONSUME_FROM_MAX_OFFSET",
         ConsumeFromFirstOffset = "CONSUME_FROM_FIRST_OFFSET",
         ConsumeFromTimestamp = "CONSUME_FROM_TIMESTAMP",
-    }
-}
-
-impl Default for ConsumeFromWhere {
-    fn default() -> Self {
-        Self::ConsumeFromLastOffset
     }
 }
 

@@ -35,7 +35,7 @@ pub enum BodyError {
 macro_rules! java_enum {
     ($(#[$m:meta])* pub enum $name:ident { $( $(#[$vm:meta])* $variant:ident = $text:literal ),* $(,)? }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
         pub enum $name {
             $( $(#[$vm])* $variant, )*
             /// A name this version of Basalt does not know.

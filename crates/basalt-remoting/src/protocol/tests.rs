@@ -103,7 +103,10 @@ fn register_body_plain_round_trip() {
     // A 4.x body: no stateVersion, no attributes.
     let old = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":5},"topicConfigTable":{"T":{"order":false,"perm":6,"readQueueNums":2,"topicFilterType":"SINGLE_TAG","topicName":"T","topicSysFlag":0,"writeQueueNums":2}}}}"#;
     let b = RegisterBrokerBody::decode(old, false, 317).unwrap();
-    assert_eq!(b.topic_config_serialize_wrapper.topic_config_table["T"].read_queue_nums, 2);
+    assert_eq!(
+        b.topic_config_serialize_wrapper.topic_config_table["T"].read_queue_nums,
+        2
+    );
 }
 
 #[test]
@@ -142,9 +145,15 @@ fn heartbeat_parses_java_body_and_unknown_enums() {
     assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
     assert_eq!(c.subscription_data_set[0].code_set, vec![2598919]);
     let odd = &hb.consumer_data_set[1];
-    assert_eq!(odd.consume_type, ConsumeType::Unknown("CONSUME_SIDEWAYS".into()));
+    assert_eq!(
+        odd.consume_type,
+        ConsumeType::Unknown("CONSUME_SIDEWAYS".into())
+    );
     assert_eq!(odd.message_model, MessageModel::Clustering);
-    assert_eq!(odd.consume_from_where, ConsumeFromWhere::ConsumeFromLastOffset);
+    assert_eq!(
+        odd.consume_from_where,
+        ConsumeFromWhere::ConsumeFromLastOffset
+    );
     let back: HeartbeatData = serde_json::from_slice(&serde_json::to_vec(&hb).unwrap()).unwrap();
     assert_eq!(back, hb);
 }
@@ -194,10 +203,17 @@ fn stats_with_object_keys_round_trip() {
 
 #[test]
 fn topic_list_and_consumer_list() {
-    let tl: TopicList = crate::fastjson::from_str(r#"{"topicList":["B","A"],"brokerAddr":null}"#).unwrap();
-    assert_eq!(serde_json::to_string(&tl).unwrap(), r#"{"topicList":["A","B"]}"#);
+    let tl: TopicList =
+        crate::fastjson::from_str(r#"{"topicList":["B","A"],"brokerAddr":null}"#).unwrap();
+    assert_eq!(
+        serde_json::to_string(&tl).unwrap(),
+        r#"{"topicList":["A","B"]}"#
+    );
     let cl = ConsumerListBody {
         consumer_id_list: vec!["a".into()],
     };
-    assert_eq!(serde_json::to_string(&cl).unwrap(), r#"{"consumerIdList":["a"]}"#);
+    assert_eq!(
+        serde_json::to_string(&cl).unwrap(),
+        r#"{"consumerIdList":["a"]}"#
+    );
 }

@@ -46,14 +46,9 @@ impl DataVersion {
 java_enum! {
     /// `TopicFilterType`.
     pub enum TopicFilterType {
+        #[default]
         SingleTag = "SINGLE_TAG",
         MultiTag = "MULTI_TAG",
-    }
-}
-
-impl Default for TopicFilterType {
-    fn default() -> Self {
-        Self::SingleTag
     }
 }
 

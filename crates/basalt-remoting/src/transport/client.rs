@@ -83,7 +83,11 @@ impl RemotingClient {
     }
 
     /// Sends a oneway request to `addr` (no response).
-    pub async fn invoke_oneway(&self, addr: &str, cmd: RemotingCommand) -> Result<(), RemotingError> {
+    pub async fn invoke_oneway(
+        &self,
+        addr: &str,
+        cmd: RemotingCommand,
+    ) -> Result<(), RemotingError> {
         let deadline = Instant::now() + self.inner.config.connect_timeout;
         let channel = self.channel_by(addr, deadline).await?;
         channel.send_oneway(cmd).await

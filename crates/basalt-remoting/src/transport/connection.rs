@@ -8,8 +8,8 @@
 
 use std::future::Future;
 use std::io::{self, IoSlice};
-use std::task::{Context, Waker};
 use std::sync::Arc;
+use std::task::{Context, Waker};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -137,7 +137,11 @@ enum Segment {
     Body(Bytes),
 }
 
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<RemotingCommand>, channel: Channel) {
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<RemotingCommand>,
+    channel: Channel,
+) {
     let mut close = channel.close_signal();
     let mut closing = false;
     let mut batch = Vec::with_capacity(MAX_BATCH);

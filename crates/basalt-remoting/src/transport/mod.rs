@@ -127,7 +127,11 @@ pub(crate) async fn signalled(rx: &mut tokio::sync::watch::Receiver<bool>) {
 pub(crate) struct ClientDispatch(pub(crate) Option<Arc<dyn ClientRequestHandler>>);
 
 impl RequestProcessor for ClientDispatch {
-    async fn process(&self, channel: &Channel, request: RemotingCommand) -> Option<RemotingCommand> {
+    async fn process(
+        &self,
+        channel: &Channel,
+        request: RemotingCommand,
+    ) -> Option<RemotingCommand> {
         match &self.0 {
             Some(h) => h.handle(channel, request).await,
             None => Some(RemotingCommand::not_supported(&request)),
