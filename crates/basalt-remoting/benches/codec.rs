@@ -89,6 +89,14 @@ fn benches(c: &mut Criterion) {
         });
     }
     let cmd = send_request(SerializeType::Json);
+    let mut frame = BytesMut::new();
+    encode_header_into(&cmd, &mut frame).unwrap();
+    let header = frame.split_off(8).freeze();
+    c.bench_function("send_v2_request/json/decode_header_only", |b| {
+        b.iter(|| {
+            black_box(basalt_remoting::codec::decode_json_header(black_box(&header)).unwrap())
+        })
+    });
     c.bench_function("send_v2_request/json/encode+decode+parse_header", |b| {
         let mut buf = BytesMut::with_capacity(4096);
         b.iter(|| {

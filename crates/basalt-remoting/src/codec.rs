@@ -291,6 +291,24 @@ pub fn decode_binary_header(mut h: &[u8]) -> Result<RemotingCommand, DecodeError
 /// `OTHER`, numeric fields may arrive as numeric strings. Missing numeric
 /// fields default to 0, as fastjson leaves them.
 pub fn decode_json_header(h: &[u8]) -> Result<RemotingCommand, DecodeError> {
+    match fast_json::parse(h) {
+        Some(cmd) => Ok(cmd),
+        None => decode_json_header_serde(h),
+    }
+}
+
+/// Asserts that the fast JSON header parser agrees with the serde decoder
+/// whenever it accepts `h` (fuzzing aid).
+#[doc(hidden)]
+pub fn check_fast_json_agrees(h: &[u8]) {
+    if let Some(fast) = fast_json::parse(h) {
+        assert_eq!(Ok(fast), decode_json_header_serde(h));
+    }
+}
+
+/// The reference JSON header decoder (serde), used for every header the fast
+/// parser declines.
+fn decode_json_header_serde(h: &[u8]) -> Result<RemotingCommand, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(h);
     let cmd = de
         .deserialize_map(HeaderVisitor)
@@ -583,6 +601,8 @@ impl Visitor<'_> for AppendScalar<'_> {
         Ok(false)
     }
 }
+
+mod fast_json;
 
 #[cfg(test)]
 mod tests;

@@ -222,3 +222,89 @@ proptest! {
         while let Ok(Some(_)) = d.decode(&mut buf) {}
     }
 }
+
+/// JSON header text in the shapes clients send, plus the quirks the fast
+/// parser must either handle exactly like serde or decline.
+fn header_json() -> impl Strategy<Value = String> {
+    let scalar = prop_oneof![
+        text().prop_map(|s| serde_json::to_string(&s).unwrap()),
+        any::<i64>().prop_map(|v| v.to_string()),
+        any::<u64>().prop_map(|v| v.to_string()),
+        Just("null".to_string()),
+        Just("true".to_string()),
+        Just("false".to_string()),
+        Just("-0".to_string()),
+        Just("1.5".to_string()),
+        Just("1e3".to_string()),
+        Just("007".to_string()),
+        Just("\"\\ud83c\\udf89 \\u00e9 \\/\"".to_string()),
+        Just("\"\\ud83c\"".to_string()),
+        Just("{\"x\":[1]}".to_string()),
+        Just("\"105\"".to_string()),
+    ];
+    let key = prop_oneof![
+        Just("code"),
+        Just("language"),
+        Just("version"),
+        Just("opaque"),
+        Just("flag"),
+        Just("remark"),
+        Just("serializeTypeCurrentRPC"),
+        Just("other"),
+        Just("k\\u0041"),
+    ];
+    let ext = proptest::collection::vec(("[a-z]{1,3}", scalar.clone()), 0..6).prop_map(|kv| {
+        let inner: Vec<String> = kv
+            .into_iter()
+            .map(|(k, v)| format!("\"{k}\":{v}"))
+            .collect();
+        format!("{{{}}}", inner.join(","))
+    });
+    let entry = prop_oneof![
+        (key, scalar.clone()).prop_map(|(k, v)| format!("\"{k}\":{v}")),
+        ext.prop_map(|e| format!("\"extFields\":{e}")),
+        Just("\"extFields\":null".to_string()),
+        Just("\"language\":\"GO\"".to_string()),
+    ];
+    (
+        proptest::collection::vec(entry, 0..10),
+        "[ \n]{0,2}",
+        prop_oneof![Just(""), Just(" "), Just("x")],
+    )
+        .prop_map(|(entries, ws, tail)| {
+            format!("{ws}{{{ws}{}}}{tail}", entries.join(&format!(",{ws}")))
+        })
+}
+
+proptest! {
+    #[test]
+    fn fast_json_agrees_with_serde(h in header_json()) {
+        if let Some(fast) = fast_json::parse(h.as_bytes()) {
+            prop_assert_eq!(Ok(fast), decode_json_header_serde(h.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn fast_json_takes_what_we_encode(cmd in command()) {
+        let mut cmd = cmd;
+        cmd.serialize_type = SerializeType::Json;
+        let frame = encode_frame(&cmd).unwrap();
+        let header = &frame[8..frame.len() - cmd.body.len()];
+        let fast = fast_json::parse(header);
+        prop_assert!(fast.is_some());
+        let mut fast = fast.unwrap();
+        fast.body = cmd.body.clone();
+        prop_assert_eq!(fast, cmd);
+    }
+}
+
+#[test]
+fn fast_json_handles_java_header() {
+    let h = br#"{"code":310,"extFields":{"a":"PG","b":"T","i":"UNIQ_KEY\u0001x\u0002"},"flag":0,"language":"JAVA","opaque":42,"serializeTypeCurrentRPC":"JSON","version":479}"#;
+    let cmd = fast_json::parse(h).unwrap();
+    assert_eq!(cmd.ext_fields.get("i"), Some("UNIQ_KEY\u{1}x\u{2}"));
+    assert_eq!(Ok(cmd), decode_json_header_serde(h));
+    // Quirks go to serde.
+    assert!(fast_json::parse(br#"{"code":"105"}"#).is_none());
+    assert!(fast_json::parse(br#"{"code":1,"extFields":{"n":1.5}}"#).is_none());
+}
