@@ -39,6 +39,8 @@ struct Inner {
     /// remote socket address on the server side.
     label: String,
     tx: mpsc::Sender<RemotingCommand>,
+    /// Bodies larger than this are refused before they are queued.
+    max_frame_size: usize,
     pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
     closed: AtomicBool,
     close_tx: watch::Sender<bool>,
@@ -50,6 +52,7 @@ impl Channel {
         local_addr: SocketAddr,
         label: String,
         tx: mpsc::Sender<RemotingCommand>,
+        max_frame_size: usize,
     ) -> Self {
         let (close_tx, _) = watch::channel(false);
         Self {
@@ -59,6 +62,7 @@ impl Channel {
                 local_addr,
                 label,
                 tx,
+                max_frame_size,
                 pending: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 close_tx,
@@ -102,10 +106,17 @@ impl Channel {
     }
 
     /// Queues a command as is (opaque and flags untouched). Waits while the
-    /// write queue is full.
+    /// write queue is full. A body over the connection's frame limit is
+    /// refused here rather than sent to a peer that would drop the connection.
     pub async fn send(&self, cmd: RemotingCommand) -> Result<(), RemotingError> {
         if self.is_closed() {
             return Err(self.closed_error());
+        }
+        if cmd.body.len() > self.inner.max_frame_size {
+            return Err(RemotingError::FrameTooLarge {
+                len: cmd.body.len() as i64,
+                max: self.inner.max_frame_size,
+            });
         }
         self.inner
             .tx

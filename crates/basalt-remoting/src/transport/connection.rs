@@ -43,7 +43,7 @@ pub(crate) fn spawn_connection<P: RequestProcessor>(
     stream.set_nodelay(true)?;
     let (rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
-    let channel = Channel::new(remote, local, label, tx);
+    let channel = Channel::new(remote, local, label, tx, config.max_frame_size);
     let decoder = FrameDecoder::new(config.max_frame_size);
     let inflight = Arc::new(Semaphore::new(config.max_inflight_requests.max(1)));
 
