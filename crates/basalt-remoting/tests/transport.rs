@@ -435,6 +435,26 @@ async fn pipelined_raw_frames_all_answered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_client_closes_its_connections() {
+    let (server, p, addr) = start().await;
+    let client = RemotingClient::default();
+    client
+        .invoke(&addr, RemotingCommand::request(REMEMBER), T)
+        .await
+        .unwrap();
+    let server_side = p.channels.lock()[0].clone();
+    drop(client);
+    for _ in 0..1000 {
+        if server_side.is_closed() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(server_side.is_closed());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn channel_closed_errors() {
     let (server, p, addr) = start().await;
     let client = RemotingClient::default();

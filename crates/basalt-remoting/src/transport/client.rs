@@ -30,6 +30,16 @@ struct Inner {
     connecting: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
+impl Drop for Inner {
+    /// The last clone going away closes the connections; their tasks do not
+    /// keep the client alive, so nothing else would.
+    fn drop(&mut self) {
+        for ch in self.channels.get_mut().values() {
+            ch.close();
+        }
+    }
+}
+
 impl Default for RemotingClient {
     fn default() -> Self {
         Self::new(ClientConfig::default())
