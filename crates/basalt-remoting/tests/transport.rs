@@ -20,6 +20,7 @@ const NEVER: i32 = 1001;
 const GATED: i32 = 1002;
 const REMEMBER: i32 = 1003;
 const ONEWAY_LOG: i32 = 1004;
+const PANIC: i32 = 1005;
 
 /// Echoes body and ext fields; `GATED` waits for a notification; `NEVER`
 /// does not answer; `REMEMBER` keeps the channel for server→client requests.
@@ -45,6 +46,7 @@ impl RequestProcessor for TestProcessor {
                 Some(RemotingCommand::response_to(&req).with_remark("released"))
             }
             NEVER => None,
+            PANIC => panic!("processor bug (expected by the test)"),
             REMEMBER => {
                 self.channels.lock().push(channel.clone());
                 Some(RemotingCommand::response_to(&req))
@@ -253,6 +255,27 @@ async fn timeouts_name_address_and_code() {
         .invoke(&addr, RemotingCommand::request(ECHO), T)
         .await
         .unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_request_does_not_take_the_connection_down() {
+    let (server, _p, addr) = start().await;
+    let client = RemotingClient::default();
+    let err = client
+        .invoke(
+            &addr,
+            RemotingCommand::request(PANIC),
+            Duration::from_millis(200),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::Timeout { .. }), "{err:?}");
+    let resp = client
+        .invoke(&addr, RemotingCommand::request(ECHO), T)
+        .await
+        .unwrap();
+    assert_eq!(resp.code, 0);
     server.shutdown().await;
 }
 

@@ -8,8 +8,9 @@
 
 use std::future::Future;
 use std::io::{self, IoSlice};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -101,9 +102,16 @@ async fn read_loop<P: RequestProcessor>(
                     // completes at once costs no task. Only a request that
                     // waits (long polling, flush) gets a task of its own,
                     // whose first poll registers the real waker.
+                    // A panicking processor loses only its own request, as
+                    // it would in a task of its own.
                     let mut cx = Context::from_waker(Waker::noop());
-                    if task.as_mut().poll(&mut cx).is_pending() {
-                        tokio::spawn(task);
+                    match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut cx))) {
+                        Ok(Poll::Pending) => {
+                            tokio::spawn(task);
+                        }
+                        Ok(Poll::Ready(())) => {}
+                        Err(_) => tracing::error!(peer = %channel.remote_addr(),
+                            "request processor panicked; the request gets no reply"),
                     }
                 }
                 Ok(None) => break,
