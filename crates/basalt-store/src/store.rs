@@ -545,6 +545,14 @@ impl MessageStore {
         }
     }
 
+    /// Whether the record at `phys` is close enough to the end of the log to
+    /// count as in memory (`accessMessageInMemoryMaxRatio` of RAM).
+    pub fn is_in_memory(&self, phys: i64) -> bool {
+        let memory = self.total_memory as f64
+            * (self.config.access_message_in_memory_max_ratio as f64 / 100.0);
+        ((self.commit_log.max_offset() - phys) as f64) <= memory
+    }
+
     /// The next offset to be written in a queue (0 if the queue does not exist).
     pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
         self.consume_queues
