@@ -24,6 +24,8 @@ use tokio::task::JoinHandle;
 use crate::client_manager::ClientManager;
 use crate::config::BrokerConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
+use crate::ha::master::{HaMaster, HaMasterConfig};
+use crate::ha::slave::{HaSlave, HaSlaveConfig};
 use crate::lock::LockManager;
 use crate::long_polling::PullWaiters;
 use crate::processor::BrokerProcessor;
@@ -74,6 +76,12 @@ pub struct Broker {
     /// The master's address as the NameServer reported it (slaves).
     pub master_addr: Mutex<Option<String>>,
     pub namesrv_client: RemotingClient,
+    /// Master side of HA (masters).
+    pub ha_master: std::sync::OnceLock<Arc<HaMaster>>,
+    /// Slave side of HA (slaves).
+    pub ha_slave: std::sync::OnceLock<Arc<HaSlave>>,
+    /// `ip:port` of the HA listener, as registered.
+    ha_addr: Mutex<String>,
     started_at: std::time::Instant,
     shutting_down: AtomicBool,
 }
@@ -103,7 +111,51 @@ impl Broker {
 
     /// Extra runtime-info entries from replication (HA / ledger), if any.
     pub fn runtime_extra(&self) -> Option<Vec<(String, String)>> {
-        None
+        let mut v = Vec::new();
+        let max = self.store.commit_log().max_offset();
+        if let Some(m) = self.ha_master.get() {
+            let conns = m.connections();
+            v.push(("haConnections".to_string(), conns.len().to_string()));
+            let acked = m.acked_offset();
+            v.push(("haSlaveAckOffset".to_string(), acked.to_string()));
+            let lag = if acked >= 0 { max - acked } else { max };
+            v.push(("slaveFallBehindBytes".to_string(), lag.to_string()));
+        }
+        if let Some(s) = self.ha_slave.get() {
+            v.push(("haMasterAddr".to_string(), s.master().unwrap_or_default()));
+            v.push(("haConnected".to_string(), s.is_connected().to_string()));
+            let master = s.master_offset.load(Ordering::Acquire);
+            v.push(("haMasterOffset".to_string(), master.to_string()));
+            v.push((
+                "slaveFallBehindBytes".to_string(),
+                (master - max).max(0).to_string(),
+            ));
+            if let Some(d) = s.diverged() {
+                v.push(("haDiverged".to_string(), d));
+            }
+        }
+        (!v.is_empty()).then_some(v)
+    }
+
+    /// SYNC_MASTER: waits until a slave has what a send wrote; other roles
+    /// return at once.
+    pub async fn wait_replicated(
+        &self,
+        r: &mut basalt_store::PutMessageResult,
+        wait_store_msg_ok: bool,
+    ) {
+        if self.config.broker_role != BrokerRole::SyncMaster || !wait_store_msg_ok {
+            return;
+        }
+        if r.status != basalt_store::PutMessageStatus::PutOk {
+            return;
+        }
+        let (Some(ha), Some(a)) = (self.ha_master.get(), r.append.as_ref()) else {
+            return;
+        };
+        r.status = ha
+            .wait_replicated(a.end_offset(), self.config.sync_flush_timeout)
+            .await;
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -138,7 +190,7 @@ impl Broker {
             broker_name: self.config.broker_name.clone(),
             broker_addr: self.broker_addr(),
             cluster_name: self.config.broker_cluster_name.clone(),
-            ha_server_addr: self.config.ha_addr().to_string(),
+            ha_server_addr: self.ha_addr.lock().clone(),
             broker_id: self.config.broker_id,
             heartbeat_timeout_millis: Some(120_000),
             enable_acting_master: Some(false),
@@ -155,12 +207,26 @@ impl Broker {
                 .await
             {
                 Ok(resp) if resp.code == 0 => {
-                    if let Some(master) =
-                        resp.ext_fields.get("masterAddr").filter(|m| !m.is_empty())
-                    {
-                        *self.master_addr.lock() = Some(master.to_string());
+                    if self.is_slave() {
+                        if let Some(master) =
+                            resp.ext_fields.get("masterAddr").filter(|m| !m.is_empty())
+                        {
+                            *self.master_addr.lock() = Some(master.to_string());
+                        }
+                        let ha = resp
+                            .ext_fields
+                            .get("haServerAddr")
+                            .filter(|m| !m.is_empty());
+                        if let (Some(ha), Some(slave), None) = (
+                            ha,
+                            self.ha_slave.get(),
+                            self.config.ha_master_address.as_ref(),
+                        ) {
+                            slave.set_master(ha);
+                        }
                     }
                 }
+
                 Ok(resp) => {
                     tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "broker registration refused")
                 }
@@ -249,6 +315,12 @@ impl BrokerHandle {
         if let Some(s) = self.server.take() {
             s.shutdown().await;
         }
+        if let Some(m) = self.broker.ha_master.get() {
+            m.shutdown();
+        }
+        if let Some(s) = self.broker.ha_slave.get() {
+            s.shutdown();
+        }
         self.broker.schedule.persist();
         self.broker.offsets.persist();
         self.broker.topics.persist();
@@ -279,9 +351,8 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
             .port();
         drop(probe);
         config.listen_port = port;
-        if config.ha_listen_port == 1 || config.ha_listen_port == 0 {
-            config.ha_listen_port = 0;
-        }
+        // The HA port follows: any free one.
+        config.ha_listen_port = 0;
     }
     let root = config.store_path_root_dir.clone();
     let store_cfg = config.store_config();
@@ -313,6 +384,9 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
         stats: BrokerStats::default(),
         master_addr: Mutex::new(config.ha_master_address.clone()),
         namesrv_client: RemotingClient::new(basalt_remoting::ClientConfig::default()),
+        ha_master: std::sync::OnceLock::new(),
+        ha_slave: std::sync::OnceLock::new(),
+        ha_addr: Mutex::new(config.ha_addr().to_string()),
         started_at: std::time::Instant::now(),
         shutting_down: AtomicBool::new(false),
         config,
@@ -339,6 +413,7 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
     );
 
     let mut tasks = Vec::new();
+    start_replication(&broker, &mut tasks).await?;
     // Register now and every registerNameServerPeriod.
     {
         let b = Arc::clone(&broker);
@@ -389,4 +464,70 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
         server: Some(server),
         tasks,
     })
+}
+
+/// Starts HA: the master side on masters, the slave side and metadata sync
+/// on slaves.
+async fn start_replication(
+    broker: &Arc<Broker>,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> Result<(), BrokerError> {
+    let c = &broker.config;
+    if broker.is_slave() {
+        let slave = HaSlave::start(
+            Arc::clone(&broker.store),
+            HaSlaveConfig {
+                report_interval: c.ha_send_heartbeat_interval,
+                housekeeping_interval: c.ha_housekeeping_interval,
+                max_chunk: (c.ha_transfer_batch_size + c.max_message_size + 64 * 1024).max(1 << 20),
+            },
+            c.ha_master_address.clone(),
+        );
+        let _ = broker.ha_slave.set(slave);
+        let b = Arc::clone(broker);
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(b.config.slave_sync_interval);
+            loop {
+                tick.tick().await;
+                let master = b.master_addr.lock().clone();
+                if let Some(m) = master {
+                    crate::ha::sync::sync_once(&b, &m).await;
+                }
+            }
+        }));
+    } else {
+        let listen = SocketAddr::new(c.listen_addr, c.ha_listen_port);
+        let m = HaMaster::start(
+            Arc::clone(&broker.store),
+            HaMasterConfig {
+                listen,
+                heartbeat_interval: c.ha_send_heartbeat_interval,
+                housekeeping_interval: c.ha_housekeeping_interval,
+                transfer_batch_size: c.ha_transfer_batch_size,
+                max_gap_not_in_sync: c.ha_max_gap_not_in_sync,
+            },
+        )
+        .await
+        .map_err(|source| BrokerError::Listen {
+            addr: listen,
+            source,
+        })?;
+        *broker.ha_addr.lock() = SocketAddr::new(c.broker_ip2, m.local_addr().port()).to_string();
+        let _ = broker.ha_master.set(Arc::clone(&m));
+        // Log the slaves' lag every minute, as RocketMQ does.
+        let b = Arc::clone(broker);
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let max = b.store.commit_log().max_offset();
+                for conn in m.connections() {
+                    let acked = conn.acked.load(Ordering::Acquire);
+                    tracing::info!(slave = %conn.addr, behind_bytes = max - acked.max(0), "slave fall behind master");
+                }
+            }
+        }));
+    }
+    Ok(())
 }

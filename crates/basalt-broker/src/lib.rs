@@ -13,6 +13,7 @@ pub mod config;
 pub mod config_file;
 pub mod consumer_offset;
 pub mod filter;
+pub mod ha;
 pub mod lock;
 pub mod long_polling;
 pub mod processor;

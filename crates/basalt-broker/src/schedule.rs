@@ -33,26 +33,24 @@ pub struct ScheduleService {
 impl ScheduleService {
     pub fn load(root: &Path, levels: DelayLevels) -> Self {
         let file = ConfigFile::new(root, "delayOffset.json");
-        let offsets = file
-            .load(|t| {
-                #[derive(serde::Deserialize)]
-                #[serde(rename_all = "camelCase")]
-                struct F {
-                    #[serde(default)]
-                    offset_table: BTreeMap<String, i64>,
-                }
-                let f: F = basalt_remoting::fastjson::from_str(t).map_err(|e| e.to_string())?;
-                f.offset_table
-                    .into_iter()
-                    .map(|(k, v)| k.parse::<i32>().map(|k| (k, v)).map_err(|e| e.to_string()))
-                    .collect::<Result<BTreeMap<_, _>, _>>()
-            })
-            .unwrap_or_default();
+        let offsets = file.load(parse_delay_offsets).unwrap_or_default();
         ScheduleService {
             file,
             levels,
             offsets: Mutex::new(offsets),
             dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// Replaces the table with a master's (a slave's metadata sync).
+    pub fn replace_from_json(&self, text: &str) {
+        match parse_delay_offsets(text) {
+            Ok(t) => {
+                *self.offsets.lock() = t;
+                self.dirty.store(true, Ordering::Release);
+                self.persist();
+            }
+            Err(e) => tracing::warn!(error = %e, "bad delay offsets from the master"),
         }
     }
 
@@ -86,6 +84,21 @@ impl ScheduleService {
             tracing::error!(error = %e, "cannot persist delayOffset.json");
         }
     }
+}
+
+/// Parses `{"offsetTable":{1:0,2:15}}`.
+fn parse_delay_offsets(text: &str) -> Result<BTreeMap<i32, i64>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct F {
+        #[serde(default)]
+        offset_table: BTreeMap<String, i64>,
+    }
+    let f: F = basalt_remoting::fastjson::from_str(text).map_err(|e| e.to_string())?;
+    f.offset_table
+        .into_iter()
+        .map(|(k, v)| k.parse::<i32>().map(|k| (k, v)).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// Starts one delivery task per delay level.

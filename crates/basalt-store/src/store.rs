@@ -144,7 +144,8 @@ pub struct MessageStore {
     recovery: RecoveryReport,
     total_memory: u64,
     shut_down: AtomicBool,
-    _lock: LockFile,
+    /// Held while the store is open; released by a clean shutdown.
+    lock: Mutex<Option<LockFile>>,
 }
 
 impl std::fmt::Debug for MessageStore {
@@ -251,7 +252,7 @@ impl MessageStore {
             services: Mutex::new(None),
             recovery: report,
             shut_down: AtomicBool::new(false),
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         };
         commit_log.start_allocator();
         let flush = services::start_flush_service(Arc::clone(&commit_log), Arc::clone(&checkpoint));
@@ -792,18 +793,23 @@ impl MessageStore {
         if self.health.is_poisoned() {
             // Keep the abort marker: the next start must recover abnormally.
             tracing::error!("store was poisoned; leaving the abort file for a full recovery");
+            self.lock.lock().take();
             return;
         }
         if let Err(e) = self.checkpoint.flush() {
             tracing::error!(error = %e, "final checkpoint write failed");
+            self.lock.lock().take();
             return;
         }
+
         let abort = self.config.abort_path();
         if let Err(e) = std::fs::remove_file(&abort).map_err(|e| StoreError::io(&abort, e)) {
             tracing::error!(error = %e, "could not remove the abort file");
         } else if let Err(e) = fs_util::fsync_dir(&self.config.root_dir) {
             tracing::error!(error = %e, "could not fsync the store directory");
         }
+        // Another process may open the store now.
+        self.lock.lock().take();
     }
 }
 

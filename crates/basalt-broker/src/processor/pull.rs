@@ -238,13 +238,16 @@ fn respond(broker: &Broker, p: &PullPlan, r: GetMessageResult) -> RemotingComman
     } else {
         0
     };
-    if broker.is_slave() {
-        if !broker.config.slave_read_enable {
-            code = response::PULL_RETRY_IMMEDIATELY;
-            suggest = 0;
-        } else if code == response::PULL_OFFSET_MOVED && !broker.config.offset_check_in_slave {
-            code = response::PULL_RETRY_IMMEDIATELY;
-        }
+    // A slave serves pulls (consumers come to it when the master is gone or
+    // suggests it), but does not move a consumer's offset on its own view.
+    if broker.is_slave()
+        && code == response::PULL_OFFSET_MOVED
+        && !broker.config.offset_check_in_slave
+    {
+        code = response::PULL_RETRY_IMMEDIATELY;
+    }
+    if broker.is_slave() && !broker.config.slave_read_enable {
+        suggest = 0;
     }
     let header = PullMessageResponseHeader {
         suggest_which_broker_id: suggest,

@@ -326,10 +326,9 @@ pub async fn send(
         properties: &props,
     };
     let mut r = broker.store.put_message(&draft);
-    broker
-        .store
-        .wait_durable(&mut r, wait_store_msg_ok(&props))
-        .await;
+    let wait = wait_store_msg_ok(&props);
+    broker.store.wait_durable(&mut r, wait).await;
+    broker.wait_replicated(&mut r, wait).await;
     response_for(broker, &r, chosen_queue)
 }
 
@@ -396,6 +395,7 @@ async fn send_batch(
     let mut r = broker.store.put_messages(&drafts);
     drop(drafts);
     broker.store.wait_durable(&mut r, wait).await;
+    broker.wait_replicated(&mut r, wait).await;
     response_for(broker, &r, queue_id)
 }
 
