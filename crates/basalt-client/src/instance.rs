@@ -36,8 +36,9 @@ pub(crate) trait ConsumerInner: Send + Sync + 'static {
     fn consumer_data(&self) -> ConsumerData;
     /// Topics whose routes this consumer needs.
     fn subscribed_topics(&self) -> Vec<String>;
-    /// A route refresh found these readable queues for `topic`.
-    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>);
+    /// A route refresh found these readable queues for `topic`; returns
+    /// whether they differ from what the consumer knew.
+    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>) -> bool;
     /// Whether the consumer lacks queue information for `topic`.
     fn needs_subscribe_info(&self, topic: &str) -> bool;
     /// Rebalance now (push consumers; others do nothing).
@@ -334,8 +335,13 @@ impl ClientInstance {
         self.publish.write().insert(topic.to_string(), info);
         if !consumers.is_empty() {
             let queues = subscribe_queues(topic, &route);
+            let mut any = false;
             for c in &consumers {
-                c.update_subscribe_info(topic, &queues);
+                any |= c.update_subscribe_info(topic, &queues);
+            }
+            // New or lost queues: rebalance now rather than at the next tick.
+            if any {
+                self.rebalance_now();
             }
         }
         self.tables.write().routes.insert(topic.to_string(), route);

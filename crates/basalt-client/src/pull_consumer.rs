@@ -265,7 +265,9 @@ impl ConsumerInner for PullInner {
         Vec::new()
     }
 
-    fn update_subscribe_info(&self, _topic: &str, _queues: &BTreeSet<MessageQueue>) {}
+    fn update_subscribe_info(&self, _topic: &str, _queues: &BTreeSet<MessageQueue>) -> bool {
+        false
+    }
 
     fn needs_subscribe_info(&self, _topic: &str) -> bool {
         false

@@ -649,12 +649,15 @@ impl ConsumerInner for PushInner {
         self.subscriptions.read().keys().cloned().collect()
     }
 
-    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>) {
-        if self.subscriptions.read().contains_key(topic) {
-            self.topic_queues
-                .write()
-                .insert(topic.to_string(), queues.clone());
+    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>) -> bool {
+        if !self.subscriptions.read().contains_key(topic) {
+            return false;
         }
+        let old = self
+            .topic_queues
+            .write()
+            .insert(topic.to_string(), queues.clone());
+        old.as_ref() != Some(queues)
     }
 
     fn needs_subscribe_info(&self, topic: &str) -> bool {
