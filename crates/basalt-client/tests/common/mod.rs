@@ -508,7 +508,13 @@ impl RequestProcessor for Processor {
                         .property("KEYS")
                         .map(|k| String::from_utf8_lossy(k).into_owned())
                         .unwrap_or_default();
-                    if v.topic == h.topic.as_bytes() && keys.split(' ').any(|k| k == h.key) {
+                    let uniq = v
+                        .property("UNIQ_KEY")
+                        .map(|k| String::from_utf8_lossy(k).into_owned());
+                    // The index holds topic#UNIQ_KEY and topic#key for each key.
+                    let hit = keys.split(' ').any(|k| k == h.key)
+                        || uniq.as_deref() == Some(h.key.as_str());
+                    if v.topic == h.topic.as_bytes() && hit {
                         body.extend_from_slice(rec);
                     }
                 }
@@ -614,7 +620,7 @@ impl RequestProcessor for Processor {
                     .unwrap_or_default()
                     .to_string();
                 let st = s.store.lock();
-                let Some(members) = st.consumers.get(&group) else {
+                let Some(members) = st.consumers.get(&group).filter(|m| !m.is_empty()) else {
                     return Some(reply(
                         &req,
                         response::CONSUMER_NOT_ONLINE,
