@@ -62,7 +62,9 @@ fn append_async(c: &mut Criterion) {
     let props = props();
     let record_len = {
         let mut v = Vec::new();
-        draft(&body, &props, 0).encode_with_crc_trailer(&mut v).unwrap()
+        draft(&body, &props, 0)
+            .encode_with_crc_trailer(&mut v)
+            .unwrap()
     };
     g.throughput(Throughput::Bytes(record_len as u64));
 
@@ -79,7 +81,13 @@ fn append_async(c: &mut Criterion) {
             for i in 0..iters {
                 if pos + record_len > file_size {
                     let p = dir.path().join(format!("{i:020}"));
-                    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+                    let f = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .open(&p)
+                        .unwrap();
                     f.set_len(file_size as u64).unwrap();
                     let m = unsafe { memmap2::MmapMut::map_mut(&f).unwrap() };
                     if let Some(old) = map.replace(m) {
@@ -125,7 +133,11 @@ fn sync_flush(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let dir = bench_dir();
             let p: PathBuf = dir.path().join("log");
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&p)
+                .unwrap();
             let start = Instant::now();
             for _ in 0..iters {
                 f.write_all(&body).unwrap();
@@ -198,12 +210,19 @@ fn recovery(c: &mut Criterion) {
                 let _ = std::fs::remove_dir_all(dir.path().join("consumequeue"));
                 let _ = std::fs::remove_dir_all(dir.path().join("index"));
                 let _ = std::fs::remove_file(dir.path().join("checkpoint"));
-                std::fs::File::create(dir.path().join("abort")).unwrap().write_all(b"1").unwrap();
+                std::fs::File::create(dir.path().join("abort"))
+                    .unwrap()
+                    .write_all(b"1")
+                    .unwrap();
                 let start = Instant::now();
                 let store = MessageStore::open(StoreConfig::new(dir.path())).unwrap();
                 total += start.elapsed();
                 assert!(store.recovery_report().abnormal);
-                assert_eq!(store.recovery_report().scan_from, 0, "no checkpoint: scan from the start");
+                assert_eq!(
+                    store.recovery_report().scan_from,
+                    0,
+                    "no checkpoint: scan from the start"
+                );
                 store.shutdown();
             }
             total

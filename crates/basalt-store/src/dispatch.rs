@@ -279,6 +279,18 @@ impl DispatchService {
             .is_ok()
     }
 
+    /// Async form of [`DispatchService::wait_dispatched`], without timeout:
+    /// resolves once everything below `offset` is dispatched, or with an
+    /// error if the store fails.
+    pub async fn dispatched_beyond(&self, offset: i64) -> Result<(), crate::signal::WaitError> {
+        self.shared.dispatched.wait_for(offset).await
+    }
+
+    /// Offset up to which records are dispatched.
+    pub fn dispatched(&self) -> i64 {
+        self.shared.dispatched.get()
+    }
+
     /// Restarts dispatch at `offset` (after a truncation).
     pub fn reset(&self, offset: i64) {
         self.shared.reput_from.store(offset, Ordering::Release);

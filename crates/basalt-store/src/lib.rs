@@ -21,6 +21,9 @@ pub mod consume_queue;
 pub mod dispatch;
 pub mod error;
 pub mod faults;
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub mod fs_util;
 pub mod health;
 pub mod index;

@@ -144,7 +144,8 @@ pub struct MessageStore {
     recovery: RecoveryReport,
     total_memory: u64,
     shut_down: AtomicBool,
-    _lock: LockFile,
+    /// Held while the store is open; released by a clean shutdown.
+    lock: Mutex<Option<LockFile>>,
 }
 
 impl std::fmt::Debug for MessageStore {
@@ -251,7 +252,7 @@ impl MessageStore {
             services: Mutex::new(None),
             recovery: report,
             shut_down: AtomicBool::new(false),
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         };
         commit_log.start_allocator();
         let flush = services::start_flush_service(Arc::clone(&commit_log), Arc::clone(&checkpoint));
@@ -545,6 +546,14 @@ impl MessageStore {
         }
     }
 
+    /// Whether the record at `phys` is close enough to the end of the log to
+    /// count as in memory (`accessMessageInMemoryMaxRatio` of RAM).
+    pub fn is_in_memory(&self, phys: i64) -> bool {
+        let memory = self.total_memory as f64
+            * (self.config.access_message_in_memory_max_ratio as f64 / 100.0);
+        ((self.commit_log.max_offset() - phys) as f64) <= memory
+    }
+
     /// The next offset to be written in a queue (0 if the queue does not exist).
     pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
         self.consume_queues
@@ -784,18 +793,23 @@ impl MessageStore {
         if self.health.is_poisoned() {
             // Keep the abort marker: the next start must recover abnormally.
             tracing::error!("store was poisoned; leaving the abort file for a full recovery");
+            self.lock.lock().take();
             return;
         }
         if let Err(e) = self.checkpoint.flush() {
             tracing::error!(error = %e, "final checkpoint write failed");
+            self.lock.lock().take();
             return;
         }
+
         let abort = self.config.abort_path();
         if let Err(e) = std::fs::remove_file(&abort).map_err(|e| StoreError::io(&abort, e)) {
             tracing::error!(error = %e, "could not remove the abort file");
         } else if let Err(e) = fs_util::fsync_dir(&self.config.root_dir) {
             tracing::error!(error = %e, "could not fsync the store directory");
         }
+        // Another process may open the store now.
+        self.lock.lock().take();
     }
 }
 

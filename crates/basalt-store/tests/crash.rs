@@ -76,7 +76,13 @@ fn kill9_under_sync_flush_loses_no_acknowledged_message() {
 
     for cycle in 0..6u64 {
         let mut child = Command::new(&exe)
-            .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "crash_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("BASALT_CRASH_DIR", dir.path())
             .env("BASALT_CRASH_BASE", (cycle * 100_000_000).to_string())
             .stdout(Stdio::piped())
@@ -117,23 +123,35 @@ fn kill9_under_sync_flush_loses_no_acknowledged_message() {
             let qoff: i64 = parts.next().unwrap().parse().unwrap();
             let id: u64 = parts.next().unwrap().parse().unwrap();
             let prev = acked.entry(q).or_default().insert(qoff, id);
-            assert!(prev.is_none() || prev == Some(id), "queue offset {qoff} of queue {q} acknowledged twice");
+            assert!(
+                prev.is_none() || prev == Some(id),
+                "queue offset {qoff} of queue {q} acknowledged twice"
+            );
             this_cycle += 1;
         }
         total_acked += this_cycle;
 
         // Restart (abnormal recovery) and check.
         let store = MessageStore::open(config(dir.path())).unwrap();
-        assert!(store.recovery_report().abnormal, "a killed store recovers abnormally");
+        assert!(
+            store.recovery_report().abnormal,
+            "a killed store recovers abnormally"
+        );
         assert!(store.wait_dispatched(store.commit_log().max_offset(), Duration::from_secs(30)));
         for q in 0..WRITERS {
             let got = read_queue(&store, "Crash", q);
             let mut last_id = None;
             for (i, (qoff, body)) in got.iter().enumerate() {
-                assert_eq!(*qoff, i as i64, "queue offsets of queue {q} are 0.. without gaps");
+                assert_eq!(
+                    *qoff, i as i64,
+                    "queue offsets of queue {q} are 0.. without gaps"
+                );
                 let id = body_id(body);
                 if let Some(prev) = last_id {
-                    assert!(id > prev, "queue {q}: id {id} after {prev} (duplicate or reordered)");
+                    assert!(
+                        id > prev,
+                        "queue {q}: id {id} after {prev} (duplicate or reordered)"
+                    );
                 }
                 last_id = Some(id);
             }
@@ -150,7 +168,9 @@ fn kill9_under_sync_flush_loses_no_acknowledged_message() {
         // Double-check a random acknowledged record by its stored bytes.
         if let Some((q, offs)) = acked.iter().next() {
             if let Some((qoff, id)) = offs.iter().next() {
-                let phys = store.commit_log_offset_in_queue("Crash", *q, *qoff).unwrap();
+                let phys = store
+                    .commit_log_offset_in_queue("Crash", *q, *qoff)
+                    .unwrap();
                 let rec = store.look_message_by_offset(phys).unwrap();
                 assert_eq!(body_id(RecordView::parse(&rec, true).unwrap().body), *id);
             }

@@ -35,7 +35,11 @@ struct Expected {
     body: Vec<u8>,
 }
 
-fn restart(dir: &std::path::Path, store: std::sync::Arc<MessageStore>, crashed: bool) -> std::sync::Arc<MessageStore> {
+fn restart(
+    dir: &std::path::Path,
+    store: std::sync::Arc<MessageStore>,
+    crashed: bool,
+) -> std::sync::Arc<MessageStore> {
     store.shutdown();
     drop(store);
     if crashed {
