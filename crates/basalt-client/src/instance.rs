@@ -408,10 +408,10 @@ impl ClientInstance {
         let weak = Arc::downgrade(self);
         let topic = topic.to_string();
         tokio::spawn(async move {
-            if let Some(me) = weak.upgrade() {
-                if let Err(e) = me.update_route(&topic).await {
-                    tracing::debug!(topic, error = %e, "route refresh after a send failure failed");
-                }
+            if let Some(me) = weak.upgrade()
+                && let Err(e) = me.update_route(&topic).await
+            {
+                tracing::debug!(topic, error = %e, "route refresh after a send failure failed");
             }
         });
     }
@@ -760,10 +760,10 @@ impl ClientInstance {
             topics.extend(c.subscribed_topics());
         }
         for t in topics {
-            if let Err(e) = self.update_route(&t).await {
-                if !matches!(e, ClientError::NoRoute { .. }) {
-                    tracing::warn!(topic = %t, error = %e, "route refresh failed");
-                }
+            if let Err(e) = self.update_route(&t).await
+                && !matches!(e, ClientError::NoRoute { .. })
+            {
+                tracing::warn!(topic = %t, error = %e, "route refresh failed");
             }
         }
     }

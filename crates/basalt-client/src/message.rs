@@ -405,7 +405,7 @@ mod tests {
 
     #[test]
     fn queues_order_like_java() {
-        let mut v = vec![
+        let mut v = [
             MessageQueue::new("b", "broker-a", 0),
             MessageQueue::new("a", "broker-b", 0),
             MessageQueue::new("a", "broker-a", 3),

@@ -426,17 +426,17 @@ impl Producer {
         }
         let mut body = msg.body.clone();
         let mut sys_flag = 0;
-        if let Some(over) = self.inner.options.compress_over {
-            if body.len() >= over {
-                match crate::decode::deflate(&body) {
-                    Ok(packed) if packed.len() < body.len() => {
-                        body = Bytes::from(packed);
-                        sys_flag |= sysflag::COMPRESSED | ZLIB_COMPRESSION_FLAG;
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, "compression failed; sending uncompressed")
-                    }
+        if let Some(over) = self.inner.options.compress_over
+            && body.len() >= over
+        {
+            match crate::decode::deflate(&body) {
+                Ok(packed) if packed.len() < body.len() => {
+                    body = Bytes::from(packed);
+                    sys_flag |= sysflag::COMPRESSED | ZLIB_COMPRESSION_FLAG;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "compression failed; sending uncompressed")
                 }
             }
         }

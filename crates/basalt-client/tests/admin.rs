@@ -59,11 +59,11 @@ async fn topics_clusters_stats_and_message_lookup() {
     assert_eq!(req.ext_fields.get("topicFilterType"), Some("SINGLE_TAG"));
     let mut found = false;
     for _ in 0..300 {
-        if let Ok(r) = admin.topic_route("TNew").await {
-            if r.queue_datas.len() == 2 {
-                found = true;
-                break;
-            }
+        if let Ok(r) = admin.topic_route("TNew").await
+            && r.queue_datas.len() == 2
+        {
+            found = true;
+            break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -42,16 +42,18 @@ impl Cluster {
         .await
         .unwrap();
         let ns_addr = ns.local_addr().to_string();
-        let mut cfg = BrokerConfig::default();
-        cfg.store_path_root_dir = dir.path().to_path_buf();
-        cfg.listen_addr = "127.0.0.1".parse().unwrap();
-        cfg.broker_ip1 = "127.0.0.1".parse().unwrap();
-        cfg.listen_port = 0;
-        cfg.namesrv_addr = Some(ns_addr.clone());
-        cfg.mapped_file_size_commit_log = 4 * 1024 * 1024;
-        cfg.mapped_file_size_consume_queue = 1000 * 20;
-        // Retries come back after a second instead of ten.
-        cfg.message_delay_level = "1s 1s 1s 1s 1s".into();
+        let cfg = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            listen_addr: "127.0.0.1".parse().unwrap(),
+            broker_ip1: "127.0.0.1".parse().unwrap(),
+            listen_port: 0,
+            namesrv_addr: Some(ns_addr.clone()),
+            mapped_file_size_commit_log: 4 * 1024 * 1024,
+            mapped_file_size_consume_queue: 1000 * 20,
+            // Retries come back after a second instead of ten.
+            message_delay_level: "1s 1s 1s 1s 1s".into(),
+            ..Default::default()
+        };
         let broker = basalt_broker::start(cfg).await.unwrap();
         let broker_addr = broker.broker().broker_addr();
         // Registration runs in the background: wait until the NameServer

@@ -91,10 +91,10 @@ impl PushInner {
         let mut buf = itoa_buf();
         let now = fmt_i64(&mut buf, basalt_common::time::now_millis()).to_string();
         for m in msgs.iter_mut() {
-            if m.topic == retry {
-                if let Some(orig) = m.property(property::RETRY_TOPIC).map(str::to_string) {
-                    m.topic = orig;
-                }
+            if m.topic == retry
+                && let Some(orig) = m.property(property::RETRY_TOPIC).map(str::to_string)
+            {
+                m.topic = orig;
             }
             m.properties.set(CONSUME_START_TIME, now.as_str());
         }

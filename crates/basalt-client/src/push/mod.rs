@@ -432,10 +432,10 @@ impl PushConsumer {
         inner.instance.acquire();
         let topics: Vec<String> = inner.subscriptions.read().keys().cloned().collect();
         for t in &topics {
-            if let Err(e) = inner.instance.update_route(t).await {
-                if !t.starts_with(basalt_common::constants::topic::RETRY_GROUP_PREFIX) {
-                    tracing::warn!(topic = %t, error = %e, "no route yet for a subscribed topic");
-                }
+            if let Err(e) = inner.instance.update_route(t).await
+                && !t.starts_with(basalt_common::constants::topic::RETRY_GROUP_PREFIX)
+            {
+                tracing::warn!(topic = %t, error = %e, "no route yet for a subscribed topic");
             }
         }
         inner.instance.send_heartbeat_to_all_brokers().await;

@@ -33,10 +33,10 @@ impl PushInner {
         }
         let topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
         for topic in &topics {
-            if let Err(e) = self.rebalance_topic(topic).await {
-                if !topic.starts_with(RETRY_GROUP_PREFIX) {
-                    tracing::warn!(group = %self.group, topic, error = %e, "rebalance failed");
-                }
+            if let Err(e) = self.rebalance_topic(topic).await
+                && !topic.starts_with(RETRY_GROUP_PREFIX)
+            {
+                tracing::warn!(group = %self.group, topic, error = %e, "rebalance failed");
             }
         }
         // Queues of topics no longer subscribed (`truncateMessageQueueNotMyTopic`).
@@ -190,16 +190,14 @@ impl PushInner {
     pub(crate) async fn remove_unnecessary(&self, mq: &MessageQueue) {
         self.offsets().persist(mq).await;
         self.offsets().remove(mq);
-        if self.needs_locks() {
-            if let Some(addr) = self.instance.master_addr(&mq.broker_name) {
-                if let Err(e) = self
-                    .instance
-                    .unlock_batch_mq(&addr, &self.group, std::slice::from_ref(mq))
-                    .await
-                {
-                    tracing::debug!(queue = %mq, error = %e, "unlock failed");
-                }
-            }
+        if self.needs_locks()
+            && let Some(addr) = self.instance.master_addr(&mq.broker_name)
+            && let Err(e) = self
+                .instance
+                .unlock_batch_mq(&addr, &self.group, std::slice::from_ref(mq))
+                .await
+        {
+            tracing::debug!(queue = %mq, error = %e, "unlock failed");
         }
     }
 
@@ -285,14 +283,13 @@ impl PushInner {
                 .push(mq.clone());
         }
         for (broker, mqs) in by_broker {
-            if let Some(addr) = self.instance.master_addr(&broker) {
-                if let Err(e) = self
+            if let Some(addr) = self.instance.master_addr(&broker)
+                && let Err(e) = self
                     .instance
                     .unlock_batch_mq(&addr, &self.group, &mqs)
                     .await
-                {
-                    tracing::debug!(broker = %addr, error = %e, "unlock failed");
-                }
+            {
+                tracing::debug!(broker = %addr, error = %e, "unlock failed");
             }
         }
     }
