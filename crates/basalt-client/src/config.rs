@@ -38,9 +38,10 @@ pub struct ClientConfig {
     /// `MQVersion` ordinal reported in request headers (401 = V4_9_4, so
     /// NameServers answer with standard JSON).
     pub version: i32,
-    /// Header encoding of requests: JSON (Java's default) or the binary
-    /// ROCKETMQ layout, which brokers since 4.0 decode and which is cheaper
-    /// on both sides.
+    /// Header encoding of requests. Default: the binary ROCKETMQ layout,
+    /// which every RocketMQ broker since 4.0 (and Basalt) decodes and which
+    /// costs both sides less than JSON; `Json` is what Java clients send.
+    /// Responses are decoded in whichever form they come.
     pub serialize_type: SerializeType,
     /// Upper bound for opening a connection.
     pub connect_timeout: Duration,
@@ -59,7 +60,7 @@ impl Default for ClientConfig {
             rebalance_interval: Duration::from_secs(20),
             language: LanguageCode::Java,
             version: basalt_common::constants::MQ_VERSION,
-            serialize_type: SerializeType::Json,
+            serialize_type: SerializeType::Rocketmq,
             connect_timeout: Duration::from_secs(3),
         }
     }

@@ -165,6 +165,12 @@ impl Message {
     pub fn validate(&self, max_size: usize) -> Result<(), ClientError> {
         basalt_common::topic::validate_topic(&self.topic)
             .map_err(|e| ClientError::InvalidMessage(e.to_string()))?;
+        self.validate_content(max_size)
+    }
+
+    /// [`Self::validate`] without the topic-name check (done once per topic
+    /// on the send path).
+    pub(crate) fn validate_content(&self, max_size: usize) -> Result<(), ClientError> {
         if NOT_SENDABLE_TOPICS.contains(&self.topic.as_str()) {
             return Err(ClientError::InvalidMessage(format!(
                 "sending to the system topic {} is not allowed",

@@ -310,6 +310,8 @@ impl Producer {
 
     /// The writable queues of `topic` (the route, or the auto-create route).
     pub async fn fetch_publish_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+        basalt_common::topic::validate_topic(topic)
+            .map_err(|e| ClientError::InvalidArgument(e.to_string()))?;
         let info = self
             .inner
             .instance
@@ -322,7 +324,9 @@ impl Producer {
     /// retriable failures (see the module docs).
     pub async fn send(&self, msg: &Message) -> Result<SendResult> {
         self.check_running()?;
-        msg.validate(self.inner.options.max_message_size)?;
+        // The topic name is checked when it is first looked up (a cached
+        // route means it passed already).
+        msg.validate_content(self.inner.options.max_message_size)?;
         let prepared = self.prepare(msg)?;
         let r = self.send_default(prepared, Mode::Sync).await?;
         r.ok_or_else(|| {
@@ -356,7 +360,7 @@ impl Producer {
     /// Sends without waiting for any answer (one attempt).
     pub async fn send_oneway(&self, msg: &Message) -> Result<()> {
         self.check_running()?;
-        msg.validate(self.inner.options.max_message_size)?;
+        msg.validate_content(self.inner.options.max_message_size)?;
         let prepared = self.prepare(msg)?;
         self.send_default(prepared, Mode::Oneway).await?;
         Ok(())
@@ -388,11 +392,15 @@ impl Producer {
                     broker_name: mq.broker_name.clone(),
                 })?,
         };
-        let prepared = self.prepare(msg)?;
+        let mut prepared = self.prepare(msg)?;
         let left = deadline.saturating_duration_since(Instant::now());
         let r = self
             .send_kernel(&prepared, mq, &addr, Mode::Sync, left)
-            .await?;
+            .await?
+            .map(|mut r| {
+                r.msg_id = std::mem::take(&mut prepared.msg_ids);
+                r
+            });
         r.ok_or_else(|| {
             ClientError::InvalidArgument("a synchronous send returned no result".into())
         })
@@ -544,7 +552,7 @@ impl Producer {
     }
 
     /// Java's `sendDefaultImpl`: pick a queue, send, retry elsewhere.
-    async fn send_default(&self, p: Prepared<'_>, mode: Mode) -> Result<Option<SendResult>> {
+    async fn send_default(&self, mut p: Prepared<'_>, mode: Mode) -> Result<Option<SendResult>> {
         let opts = &self.inner.options;
         let start = Instant::now();
         let deadline = start + opts.send_timeout;
@@ -586,14 +594,19 @@ impl Producer {
                 .send_kernel(&p, &q.mq, &q.addr, mode, deadline - now)
                 .await
             {
-                Ok(Some(r))
+                Ok(Some(mut r))
                     if r.status != SendStatus::SendOk
                         && opts.retry_another_broker_when_not_store_ok =>
                 {
                     last_broker = Some(q.mq.broker_name.clone());
+                    r.msg_id.clone_from(&p.msg_ids);
                     not_stored = Some(r);
                 }
-                Ok(r) => return Ok(r),
+                Ok(Some(mut r)) => {
+                    r.msg_id = std::mem::take(&mut p.msg_ids);
+                    return Ok(Some(r));
+                }
+                Ok(None) => return Ok(None),
                 Err(e) if e.is_retriable_send() => {
                     tracing::debug!(broker = %q.mq.broker_name, error = %e, "send failed; retrying");
                     if matches!(e, ClientError::Remoting(_)) {
@@ -632,7 +645,7 @@ impl Producer {
             }
             Mode::Sync => {
                 let resp = instance.invoke(addr, cmd, timeout).await?;
-                process_send_response(addr, resp, p, mq).map(Some)
+                process_send_response(addr, resp, mq).map(Some)
             }
         }
     }
@@ -648,28 +661,28 @@ impl Producer {
         };
         let mut ext = ExtFields::with_capacity(14);
         let mut buf = itoa_buf();
-        ext.insert(keys[0], &self.inner.group);
-        ext.insert(keys[1], p.topic);
-        ext.insert(keys[2], &opts.create_topic_key);
-        ext.insert(
+        ext.push(keys[0], &self.inner.group);
+        ext.push(keys[1], p.topic);
+        ext.push(keys[2], &opts.create_topic_key);
+        ext.push(
             keys[3],
             fmt_i64(&mut buf, opts.default_topic_queue_nums as i64),
         );
-        ext.insert(keys[4], fmt_i64(&mut buf, mq.queue_id as i64));
-        ext.insert(keys[5], fmt_i64(&mut buf, p.sys_flag as i64));
-        ext.insert(
+        ext.push(keys[4], fmt_i64(&mut buf, mq.queue_id as i64));
+        ext.push(keys[5], fmt_i64(&mut buf, p.sys_flag as i64));
+        ext.push(
             keys[6],
             fmt_i64(&mut buf, basalt_common::time::now_millis()),
         );
-        ext.insert(keys[7], fmt_i64(&mut buf, p.flag as i64));
-        ext.insert(keys[8], &p.properties);
-        ext.insert(keys[9], fmt_i64(&mut buf, p.reconsume_times as i64));
-        ext.insert(keys[10], "false");
+        ext.push(keys[7], fmt_i64(&mut buf, p.flag as i64));
+        ext.push(keys[8], &p.properties);
+        ext.push(keys[9], fmt_i64(&mut buf, p.reconsume_times as i64));
+        ext.push(keys[10], "false");
         if let Some(max) = p.max_reconsume_times {
-            ext.insert(keys[11], fmt_i64(&mut buf, max as i64));
+            ext.push(keys[11], fmt_i64(&mut buf, max as i64));
         }
-        ext.insert(keys[12], if p.batch { "true" } else { "false" });
-        ext.insert(keys[13], &mq.broker_name);
+        ext.push(keys[12], if p.batch { "true" } else { "false" });
+        ext.push(keys[13], &mq.broker_name);
         let mut cmd = self.inner.instance.request(code);
         cmd.ext_fields = ext;
         cmd.body = p.body.clone();
@@ -685,7 +698,6 @@ const ZLIB_COMPRESSION_FLAG: i32 = 3 << 8;
 fn process_send_response(
     addr: &str,
     resp: RemotingCommand,
-    p: &Prepared<'_>,
     mq: &MessageQueue,
 ) -> Result<SendResult> {
     let status = match resp.code {
@@ -706,7 +718,8 @@ fn process_send_response(
     let trace_on = resp.ext_fields.get(property::TRACE_ON) != Some("false");
     Ok(SendResult {
         status,
-        msg_id: p.msg_ids.clone(),
+        // The caller moves the ids in (no copy per send).
+        msg_id: String::new(),
         offset_msg_id: header.msg_id,
         queue: MessageQueue {
             topic: mq.topic.clone(),
