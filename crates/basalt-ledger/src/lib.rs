@@ -1,0 +1,15 @@
+//! Basalt's DLedger: a Raft-style replicated log that knows nothing of the broker.
+//!
+//! * [`core`] — the I/O-free state machines (election, `EntryDispatcher`,
+//!   `EntryHandler`, `QuorumAckChecker`), driven by events, emitting commands;
+//! * [`entry`] — the on-disk entry layout shared by everything;
+//! * [`protocol`] — the messages peers exchange.
+
+pub mod config;
+pub mod core;
+pub mod entry;
+pub mod protocol;
+pub mod sim;
+
+pub use config::{AckMode, LedgerConfig};
+pub use protocol::NodeId;
