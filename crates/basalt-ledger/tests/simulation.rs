@@ -28,23 +28,23 @@ fn run_seeds(seeds: std::ops::Range<u64>) {
 }
 
 #[test]
-fn seeds_0000_0125() {
-    run_seeds(0..125);
+fn seeds_0000_0250() {
+    run_seeds(0..250);
 }
 
 #[test]
-fn seeds_0125_0250() {
-    run_seeds(125..250);
+fn seeds_0250_0500() {
+    run_seeds(250..500);
 }
 
 #[test]
-fn seeds_0250_0375() {
-    run_seeds(250..375);
+fn seeds_0500_0750() {
+    run_seeds(500..750);
 }
 
 #[test]
-fn seeds_0375_0500() {
-    run_seeds(375..500);
+fn seeds_0750_1000() {
+    run_seeds(750..1000);
 }
 
 /// Replays one seed: `LEDGER_SIM_SEED=n` (`LEDGER_SIM_TRACE=1` prints each step).
@@ -63,7 +63,7 @@ fn replay() {
     }
 }
 
-/// `LEDGER_SIM_SEEDS=n` seeds from `LEDGER_SIM_FROM` (default 500).
+/// `LEDGER_SIM_SEEDS=n` seeds from `LEDGER_SIM_FROM` (default 1000).
 #[test]
 #[ignore]
 fn soak() {
@@ -74,7 +74,7 @@ fn soak() {
     let from: u64 = std::env::var("LEDGER_SIM_FROM")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(500);
+        .unwrap_or(1000);
     run_seeds(from..from + n);
     println!("{n} seeds passed");
 }

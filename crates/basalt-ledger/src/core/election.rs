@@ -201,6 +201,7 @@ impl LedgerCore {
                 self.end_index = noop_index;
                 self.end_term = self.term;
                 self.end_pos = pos + size;
+                self.wrote_this_step = true;
                 self.out.push(Command::AppendAsLeader {
                     client: None,
                     term: self.term,
@@ -490,6 +491,7 @@ impl LedgerCore {
             });
         }
         self.end_term = self.term;
+        self.wrote_this_step = true;
         let last_index = self.end_index;
         self.out.push(Command::AppendAsLeader {
             client: Some(client),

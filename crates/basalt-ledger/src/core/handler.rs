@@ -243,6 +243,7 @@ impl LedgerCore {
             // Identical entries at the same indexes mean identical prefixes (log
             // matching): everything up to `last` agrees with the leader.
             self.handler.matched = self.handler.matched.max(last);
+            self.note_leader_commit(&w.req);
             self.answer_when_durable(w.from, w.id, resp, last);
         } else {
             let resp = self.push_response(&w.req, ResponseCode::InconsistentState, log);
@@ -332,6 +333,7 @@ impl LedgerCore {
                 self.handler.matched = index.max(self.handler.matched.min(self.end_index));
                 let resp = self.push_response(&w.req, ResponseCode::Success, log);
                 self.answer_when_durable(w.from, w.id, resp, index);
+                self.note_leader_commit(&w.req);
             }
             Ok(_) => {
                 let resp = self.push_response(&w.req, ResponseCode::InconsistentState, log);

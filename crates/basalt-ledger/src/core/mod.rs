@@ -620,7 +620,11 @@ impl LedgerCore {
     /// hard-state persistence and release of held messages.
     fn after_event(&mut self, log: &dyn LogRead) {
         if self.role == Role::Leader {
-            self.pump_dispatchers(log);
+            // Entries appended in this step are not readable yet: the dispatchers run
+            // again on the `Written` step that follows.
+            if !self.wrote_this_step {
+                self.pump_dispatchers(log);
+            }
             self.check_commit(log);
             self.progress_transfer(log);
         } else if self.role == Role::Follower {

@@ -73,7 +73,7 @@ impl SimOptions {
         SimOptions {
             seed,
             nodes: if r.range(0, 3) == 0 { 5 } else { 3 },
-            fault_ms: 3_000,
+            fault_ms: 8_000,
             heal_ms: 30_000,
             ack_mode: if r.range(0, 10) == 0 {
                 AckMode::Memory
