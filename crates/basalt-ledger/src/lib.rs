@@ -10,6 +10,7 @@ pub mod core;
 pub mod entry;
 pub mod protocol;
 pub mod sim;
+pub mod store;
 
 pub use config::{AckMode, LedgerConfig};
 pub use protocol::NodeId;
