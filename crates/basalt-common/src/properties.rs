@@ -139,6 +139,22 @@ pub fn find<'a>(bytes: &'a [u8], name: &str) -> Option<&'a [u8]> {
     found
 }
 
+/// Re-encodes a property string without the given names (and without
+/// malformed segments).
+pub fn without(bytes: &[u8], names: &[&str]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for (k, v) in iter(bytes) {
+        if names.iter().any(|n| n.as_bytes() == k) {
+            continue;
+        }
+        out.extend_from_slice(k);
+        out.push(NAME_VALUE_SEPARATOR);
+        out.extend_from_slice(v);
+        out.push(PROPERTY_SEPARATOR);
+    }
+    out
+}
+
 /// Appends `name\x01value\x02` to an encoded property string, first adding a
 /// 0x02 terminator if the string does not end with one.
 pub fn append(out: &mut Vec<u8>, name: &str, value: &str) {
@@ -193,6 +209,13 @@ mod tests {
         let mut empty = Vec::new();
         append(&mut empty, "K", "v");
         assert_eq!(empty, b"K\x01v\x02");
+    }
+
+    #[test]
+    fn without_drops_named_pairs() {
+        let raw = b"A\x01a\x02DELAY\x013\x02B\x01b\x02";
+        assert_eq!(without(raw, &["DELAY"]), b"A\x01a\x02B\x01b\x02");
+        assert_eq!(without(raw, &[]), raw.to_vec());
     }
 
     #[test]

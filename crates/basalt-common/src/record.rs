@@ -48,6 +48,11 @@ pub mod pos {
 /// Smallest possible record: IPv4 hosts, V1, empty body, topic and properties.
 pub const MIN_RECORD_LEN: usize = 91;
 
+/// Length of the whole-record CRC trailer RocketMQ 5 can append to the
+/// properties (`enabledAppendPropCRC`): `__CRC32#` 0x01 ten digits 0x02.
+pub const CRC_TRAILER_LEN: usize = 20;
+const CRC_TRAILER_KEY: &[u8] = b"__CRC32#\x01";
+
 /// Bytes a host takes in a record: IP plus an i32 port.
 #[inline]
 pub fn host_len(v6: bool) -> usize {
@@ -162,8 +167,33 @@ impl RecordDraft<'_> {
     /// Appends the encoded record to `out`, computing the body CRC, with the
     /// append-time fields zero. Returns the record length.
     pub fn encode_into(&self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        self.encode_inner(out, false)
+    }
+
+    /// Like [`RecordDraft::encode_into`], but reserves the whole-record CRC
+    /// trailer at the end of the properties; [`seal_crc`] fills it once the
+    /// record is stamped.
+    pub fn encode_with_crc_trailer(&self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        self.encode_inner(out, true)
+    }
+
+    /// Extra property bytes the CRC trailer needs for these properties.
+    fn trailer_extra(&self) -> usize {
+        let sep = usize::from(!self.properties.is_empty() && self.properties.last() != Some(&0x02));
+        sep + CRC_TRAILER_LEN
+    }
+
+    fn encode_inner(&self, out: &mut Vec<u8>, crc_trailer: bool) -> Result<usize, CodecError> {
         self.validate()?;
-        let len = self.encoded_len();
+        let extra = if crc_trailer { self.trailer_extra() } else { 0 };
+        if self.properties.len() + extra > properties::MAX_PROPERTIES_LEN {
+            return Err(CodecError::TooLarge {
+                what: "properties",
+                len: self.properties.len() + extra,
+                max: properties::MAX_PROPERTIES_LEN,
+            });
+        }
+        let len = self.encoded_len() + extra;
         let start = out.len();
         out.reserve(len);
         let v2 = self.topic.len() > 127;
@@ -189,11 +219,55 @@ impl RecordDraft<'_> {
             out.push(self.topic.len() as u8);
         }
         out.extend_from_slice(self.topic.as_bytes());
-        put_i16(out, self.properties.len() as i16);
+        put_i16(out, (self.properties.len() + extra) as i16);
         out.extend_from_slice(self.properties);
+        if crc_trailer {
+            if extra > CRC_TRAILER_LEN {
+                out.push(0x02);
+            }
+            out.extend_from_slice(CRC_TRAILER_KEY);
+            out.extend_from_slice(b"0000000000\x02");
+        }
         debug_assert_eq!(out.len() - start, len);
         Ok(len)
     }
+}
+
+/// Whether the record ends with a whole-record CRC trailer.
+pub fn has_crc_trailer(record: &[u8]) -> bool {
+    let n = record.len();
+    n >= MIN_RECORD_LEN + CRC_TRAILER_LEN
+        && &record[n - CRC_TRAILER_LEN..n - 11] == CRC_TRAILER_KEY
+        && record[n - 1] == 0x02
+}
+
+/// Computes the masked CRC32 of `record[..len-20]` and writes it into the
+/// trailer reserved by [`RecordDraft::encode_with_crc_trailer`], as ten ASCII
+/// digits, least significant first. Call after [`stamp`].
+pub fn seal_crc(record: &mut [u8]) {
+    debug_assert!(has_crc_trailer(record));
+    let n = record.len();
+    let mut crc = masked_crc32(&record[..n - CRC_TRAILER_LEN]);
+    for d in &mut record[n - 11..n - 1] {
+        *d = b'0' + (crc % 10) as u8;
+        crc /= 10;
+    }
+}
+
+/// The CRC stored in a record's trailer, if it has one with ten digits.
+pub fn trailer_crc(record: &[u8]) -> Option<u32> {
+    if !has_crc_trailer(record) {
+        return None;
+    }
+    let n = record.len();
+    let mut v: u64 = 0;
+    for d in record[n - 11..n - 1].iter().rev() {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(d - b'0');
+    }
+    u32::try_from(v).ok()
 }
 
 /// Writes the append-time fields into an encoded record.
@@ -342,6 +416,20 @@ impl<'a> RecordView<'a> {
                     stored: body_crc,
                     computed,
                 });
+            }
+            let whole = &buf[..total];
+            if has_crc_trailer(whole) {
+                let computed = masked_crc32(&whole[..total - CRC_TRAILER_LEN]);
+                match trailer_crc(whole) {
+                    Some(stored) if stored == computed => {}
+                    stored => {
+                        return Err(CodecError::BadCrc {
+                            at: total - 11,
+                            stored: stored.unwrap_or(u32::MAX),
+                            computed,
+                        });
+                    }
+                }
             }
         }
         Ok(RecordView {

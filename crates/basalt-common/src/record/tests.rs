@@ -290,3 +290,56 @@ proptest! {
         let _ = decode_all(&bytes, true);
     }
 }
+
+#[test]
+fn crc_trailer_detects_any_flip_outside_its_key() {
+    let mut out = Vec::new();
+    let len = golden_draft().encode_with_crc_trailer(&mut out).unwrap();
+    // "TAGS\x01TagA\x02" already ends with 0x02: the trailer adds 20 bytes.
+    assert_eq!(len, 115 + CRC_TRAILER_LEN);
+    stamp(&mut out, 7, 1234, 1_700_000_000_123);
+    seal_crc(&mut out);
+    let v = RecordView::parse(&out, true).unwrap();
+    assert_eq!(v.property("TAGS"), Some(&b"TagA"[..]));
+    let stored = v.property("__CRC32#").unwrap();
+    assert_eq!(stored.len(), 10);
+    // Digits are least significant first.
+    let crc = crate::crc::masked_crc32(&out[..len - CRC_TRAILER_LEN]);
+    let mut expect = format!("{crc:010}").into_bytes();
+    expect.reverse();
+    assert_eq!(stored, &expect[..]);
+    for at in 0..len {
+        if (len - CRC_TRAILER_LEN..len - 11).contains(&at) || at == len - 1 {
+            continue; // the trailer's frame: damaging it hides the trailer
+        }
+        let mut bad = out.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            RecordView::parse(&bad, true).is_err(),
+            "flip at {at} went unnoticed"
+        );
+    }
+}
+
+#[test]
+fn crc_trailer_adds_separator_when_missing() {
+    let mut d = golden_draft();
+    d.properties = b"A\x01b";
+    let mut out = Vec::new();
+    let len = d.encode_with_crc_trailer(&mut out).unwrap();
+    stamp(&mut out, 0, 0, 0);
+    seal_crc(&mut out);
+    let v = RecordView::parse(&out, true).unwrap();
+    assert_eq!(v.properties.len(), 3 + 1 + CRC_TRAILER_LEN);
+    assert_eq!(v.property("A"), Some(&b"b"[..]));
+    assert_eq!(len, out.len());
+    // Empty properties get no separator.
+    d.properties = b"";
+    let mut out = Vec::new();
+    d.encode_with_crc_trailer(&mut out).unwrap();
+    seal_crc(&mut out);
+    assert_eq!(
+        RecordView::parse(&out, true).unwrap().properties.len(),
+        CRC_TRAILER_LEN
+    );
+}

@@ -1,0 +1,392 @@
+//! The broker: owns the store, the managers and the remoting server; registers
+//! with the NameServers; runs the periodic housekeeping.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use basalt_common::config::BrokerRole;
+use basalt_common::msgid::UniqKeyGenerator;
+use basalt_remoting::code::request;
+use basalt_remoting::header::{
+    CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
+};
+use basalt_remoting::protocol::RegisterBrokerBody;
+use basalt_remoting::{
+    RemotingClient, RemotingCommand, RemotingServer, ServerConfig, ServerHandle,
+};
+use basalt_store::MessageStore;
+use parking_lot::Mutex;
+use thiserror::Error;
+use tokio::task::JoinHandle;
+
+use crate::client_manager::ClientManager;
+use crate::config::BrokerConfig;
+use crate::consumer_offset::ConsumerOffsetManager;
+use crate::lock::LockManager;
+use crate::long_polling::PullWaiters;
+use crate::processor::BrokerProcessor;
+use crate::schedule::ScheduleService;
+use crate::subscription_group::SubscriptionGroupManager;
+use crate::topic_config::TopicConfigManager;
+
+/// Why a broker could not start.
+#[derive(Debug, Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("store: {0}")]
+    Store(#[from] basalt_store::StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Counters for runtime info.
+#[derive(Debug, Default)]
+pub struct BrokerStats {
+    pub put_messages: AtomicU64,
+    pub put_bytes: AtomicU64,
+    pub get_messages: AtomicU64,
+    pub get_bytes: AtomicU64,
+    pub put_failures: AtomicU64,
+}
+
+/// Shared state of a running broker.
+pub struct Broker {
+    pub config: BrokerConfig,
+    pub store: Arc<MessageStore>,
+    pub topics: TopicConfigManager,
+    pub groups: SubscriptionGroupManager,
+    pub offsets: ConsumerOffsetManager,
+    pub clients: ClientManager,
+    pub waiters: Arc<PullWaiters>,
+    pub locks: LockManager,
+    pub schedule: ScheduleService,
+    pub uniq: UniqKeyGenerator,
+    pub stats: BrokerStats,
+    /// The master's address as the NameServer reported it (slaves).
+    pub master_addr: Mutex<Option<String>>,
+    pub namesrv_client: RemotingClient,
+    started_at: std::time::Instant,
+    shutting_down: AtomicBool,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("name", &self.config.broker_name)
+            .field("id", &self.config.broker_id)
+            .finish()
+    }
+}
+
+impl Broker {
+    /// `ip:port` clients use.
+    pub fn broker_addr(&self) -> String {
+        self.config.broker_addr().to_string()
+    }
+
+    pub fn is_slave(&self) -> bool {
+        self.config.broker_role == BrokerRole::Slave
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started_at.elapsed()
+    }
+
+    /// Extra runtime-info entries from replication (HA / ledger), if any.
+    pub fn runtime_extra(&self) -> Option<Vec<(String, String)>> {
+        None
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    fn namesrv_addrs(&self) -> Vec<String> {
+        self.config
+            .namesrv_addr
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Registers with every NameServer (REGISTER_BROKER).
+    pub async fn register_with_namesrvs(&self) {
+        let addrs = self.namesrv_addrs();
+        if addrs.is_empty() {
+            return;
+        }
+        let body = RegisterBrokerBody {
+            filter_server_list: Vec::new(),
+            topic_config_serialize_wrapper: self.topics.snapshot(),
+        }
+        .to_json();
+        let crc = basalt_common::crc::masked_crc32(&body) as i32;
+        let header = RegisterBrokerRequestHeader {
+            broker_name: self.config.broker_name.clone(),
+            broker_addr: self.broker_addr(),
+            cluster_name: self.config.broker_cluster_name.clone(),
+            ha_server_addr: self.config.ha_addr().to_string(),
+            broker_id: self.config.broker_id,
+            heartbeat_timeout_millis: Some(120_000),
+            enable_acting_master: Some(false),
+            compressed: Some(false),
+            body_crc32: Some(crc),
+        };
+        for addr in addrs {
+            let cmd = RemotingCommand::request(request::REGISTER_BROKER)
+                .with_ext(header.to_ext())
+                .with_body(body.clone());
+            match self
+                .namesrv_client
+                .invoke(&addr, cmd, Duration::from_secs(6))
+                .await
+            {
+                Ok(resp) if resp.code == 0 => {
+                    if let Some(master) =
+                        resp.ext_fields.get("masterAddr").filter(|m| !m.is_empty())
+                    {
+                        *self.master_addr.lock() = Some(master.to_string());
+                    }
+                }
+                Ok(resp) => {
+                    tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "broker registration refused")
+                }
+                Err(e) => tracing::warn!(namesrv = %addr, error = %e, "broker registration failed"),
+            }
+        }
+    }
+
+    async fn unregister_from_namesrvs(&self) {
+        let header = UnregisterBrokerRequestHeader {
+            broker_name: self.config.broker_name.clone(),
+            broker_addr: self.broker_addr(),
+            cluster_name: self.config.broker_cluster_name.clone(),
+            broker_id: self.config.broker_id,
+        };
+        for addr in self.namesrv_addrs() {
+            let cmd =
+                RemotingCommand::request(request::UNREGISTER_BROKER).with_ext(header.to_ext());
+            let _ = self
+                .namesrv_client
+                .invoke(&addr, cmd, Duration::from_secs(3))
+                .await;
+        }
+    }
+
+    /// Registers soon, off the caller's path (after a topic change).
+    pub fn register_soon(self: &Arc<Self>) {
+        let b = Arc::clone(self);
+        tokio::spawn(async move { b.register_with_namesrvs().await });
+    }
+
+    /// Tells every member of a consumer group that the membership changed.
+    pub fn notify_consumer_ids_changed(self: &Arc<Self>, group: &str) {
+        if !self.config.notify_consumer_ids_changed_enable {
+            return;
+        }
+        if let Some(g) = self.groups.get(group) {
+            if !g.notify_consumer_ids_changed_enable {
+                return;
+            }
+        }
+        let channels = self.clients.consumer_channels(group);
+        let header = basalt_remoting::header::NotifyConsumerIdsChangedRequestHeader {
+            consumer_group: group.to_string(),
+        };
+        for ch in channels {
+            let cmd = RemotingCommand::request(request::NOTIFY_CONSUMER_IDS_CHANGED)
+                .with_ext(header.to_ext());
+            tokio::spawn(async move {
+                if let Err(e) = ch.send_oneway(cmd).await {
+                    tracing::debug!(error = %e, "could not notify a consumer");
+                }
+            });
+        }
+    }
+}
+
+/// A running broker. Dropping it does not stop it; call [`BrokerHandle::shutdown`].
+pub struct BrokerHandle {
+    broker: Arc<Broker>,
+    server: Option<ServerHandle>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl BrokerHandle {
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// The address the remoting server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server
+            .as_ref()
+            .map(|s| s.local_addr())
+            .unwrap_or_else(|| self.broker.config.broker_addr())
+    }
+
+    /// Clean shutdown: stop serving, unregister, persist metadata, shut the
+    /// store down (flushing everything).
+    pub async fn shutdown(mut self) {
+        self.broker.shutting_down.store(true, Ordering::Release);
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+        self.broker.unregister_from_namesrvs().await;
+        if let Some(s) = self.server.take() {
+            s.shutdown().await;
+        }
+        self.broker.schedule.persist();
+        self.broker.offsets.persist();
+        self.broker.topics.persist();
+        self.broker.groups.persist();
+        let store = Arc::clone(&self.broker.store);
+        let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        self.broker.namesrv_client.shutdown();
+        tracing::info!(broker = %self.broker.config.broker_name, "broker stopped");
+    }
+}
+
+/// Opens the store, loads metadata and starts serving.
+pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
+    config.validate()?;
+    if config.listen_port == 0 {
+        // Port 0 (tests): pick a free port now, since the address is written
+        // into every record and registered with the NameServer.
+        let probe =
+            std::net::TcpListener::bind(SocketAddr::new(config.listen_addr, 0)).map_err(|e| {
+                BrokerError::Listen {
+                    addr: SocketAddr::new(config.listen_addr, 0),
+                    source: e,
+                }
+            })?;
+        let port = probe
+            .local_addr()
+            .map_err(|e| BrokerError::Other(e.to_string()))?
+            .port();
+        drop(probe);
+        config.listen_port = port;
+        if config.ha_listen_port == 1 || config.ha_listen_port == 0 {
+            config.ha_listen_port = 0;
+        }
+    }
+    let root = config.store_path_root_dir.clone();
+    let store_cfg = config.store_config();
+    let delays = config.delay_levels();
+    let store =
+        tokio::task::spawn_blocking(move || MessageStore::open_with_delays(store_cfg, delays))
+            .await
+            .map_err(|e| BrokerError::Other(format!("store open task failed: {e}")))??;
+    let waiters = Arc::new(PullWaiters::new());
+    store.set_arrival_listener(
+        Arc::clone(&waiters) as Arc<dyn basalt_store::dispatch::ArrivalListener>
+    );
+
+    let topics = TopicConfigManager::load(&root, &config);
+    let groups = SubscriptionGroupManager::load(&root);
+    let offsets = ConsumerOffsetManager::load(&root);
+    let schedule = ScheduleService::load(&root, config.delay_levels());
+    let uniq = UniqKeyGenerator::new(config.broker_ip1, rand::random());
+    let broker = Arc::new(Broker {
+        store,
+        topics,
+        groups,
+        offsets,
+        clients: ClientManager::new(),
+        waiters,
+        locks: LockManager::new(),
+        schedule,
+        uniq,
+        stats: BrokerStats::default(),
+        master_addr: Mutex::new(config.ha_master_address.clone()),
+        namesrv_client: RemotingClient::new(basalt_remoting::ClientConfig::default()),
+        started_at: std::time::Instant::now(),
+        shutting_down: AtomicBool::new(false),
+        config,
+    });
+
+    let listen = SocketAddr::new(broker.config.listen_addr, broker.config.listen_port);
+    let mut server_cfg = ServerConfig::default();
+    server_cfg.connection.max_frame_size = broker.config.max_frame_size;
+    let processor = Arc::new(BrokerProcessor::new(Arc::clone(&broker)));
+    let server = RemotingServer::bind_with_config(listen, processor, server_cfg)
+        .await
+        .map_err(|e| BrokerError::Listen {
+            addr: listen,
+            source: std::io::Error::other(e.to_string()),
+        })?;
+    tracing::info!(
+        broker = %broker.config.broker_name,
+        id = broker.config.broker_id,
+        listen = %server.local_addr(),
+        store = %broker.config.store_path_root_dir.display(),
+        role = %broker.config.broker_role,
+        flush = %broker.config.flush_disk_type,
+        "broker started"
+    );
+
+    let mut tasks = Vec::new();
+    // Register now and every registerNameServerPeriod.
+    {
+        let b = Arc::clone(&broker);
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(b.config.register_name_server_period);
+            loop {
+                tick.tick().await;
+                b.register_with_namesrvs().await;
+            }
+        }));
+    }
+    // Persist consumer and delay offsets every flushConsumerOffsetInterval.
+    {
+        let b = Arc::clone(&broker);
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let b2 = Arc::clone(&b);
+                let _ = tokio::task::spawn_blocking(move || {
+                    b2.offsets.persist();
+                    b2.schedule.persist();
+                })
+                .await;
+            }
+        }));
+    }
+    // Expire silent clients every 10 s.
+    {
+        let b = Arc::clone(&broker);
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(10));
+            loop {
+                tick.tick().await;
+                for group in b.clients.expire(b.config.channel_expired_timeout) {
+                    b.notify_consumer_ids_changed(&group);
+                }
+            }
+        }));
+    }
+    // Delayed delivery (masters only).
+    if !broker.is_slave() {
+        tasks.extend(crate::schedule::start(Arc::clone(&broker)));
+    }
+    Ok(BrokerHandle {
+        broker,
+        server: Some(server),
+        tasks,
+    })
+}

@@ -1,0 +1,500 @@
+//! Broker settings with RocketMQ's `broker.conf` names, read from a Java
+//! `.properties` file or from TOML. Unknown keys are warned about; a value
+//! that does not parse is an error naming the key.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use basalt_common::config::{BrokerRole, FlushDiskType};
+use basalt_store::StoreConfig;
+use basalt_store::dispatch::DelayLevels;
+use thiserror::Error;
+
+/// A configuration problem.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {detail}")]
+    Syntax { path: PathBuf, detail: String },
+    #[error("invalid value {value:?} for {key}: {reason}")]
+    Invalid {
+        key: String,
+        value: String,
+        reason: String,
+    },
+}
+
+/// Everything a broker is told. Defaults follow RocketMQ's `BrokerConfig`
+/// and `MessageStoreConfig`.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub broker_cluster_name: String,
+    pub broker_name: String,
+    /// 0 = master, > 0 = slave.
+    pub broker_id: i64,
+    /// The address clients are told to use (`brokerIP1`).
+    pub broker_ip1: IpAddr,
+    /// The address slaves use for HA (`brokerIP2`).
+    pub broker_ip2: IpAddr,
+    /// Interface to listen on (Basalt addition; RocketMQ binds all).
+    pub listen_addr: IpAddr,
+    pub listen_port: u16,
+    /// `;`-separated NameServer addresses.
+    pub namesrv_addr: Option<String>,
+    pub store_path_root_dir: PathBuf,
+    pub flush_disk_type: FlushDiskType,
+    pub broker_role: BrokerRole,
+    pub mapped_file_size_commit_log: usize,
+    pub mapped_file_size_consume_queue: usize,
+    /// Hours.
+    pub file_reserved_time: u64,
+    pub delete_when: String,
+    pub disk_max_used_space_ratio: u32,
+    pub auto_create_topic_enable: bool,
+    pub auto_create_subscription_group: bool,
+    pub default_topic_queue_nums: i32,
+    pub broker_permission: i32,
+    pub max_message_size: usize,
+    pub sync_flush_timeout: Duration,
+    pub flush_interval_commit_log: Duration,
+    pub transient_store_pool_enable: bool,
+    pub transient_store_pool_size: usize,
+    pub warm_mapped_file_enable: bool,
+    pub message_index_enable: bool,
+    pub check_crc_on_recover: bool,
+    pub enabled_append_prop_crc: bool,
+    pub register_name_server_period: Duration,
+    pub long_polling_enable: bool,
+    pub short_polling_time_mills: Duration,
+    pub flush_consumer_offset_interval: Duration,
+    pub channel_expired_timeout: Duration,
+    pub notify_consumer_ids_changed_enable: bool,
+    pub region_id: String,
+    pub trace_on: bool,
+    pub message_delay_level: String,
+    pub ha_listen_port: u16,
+    pub ha_master_address: Option<String>,
+    pub ha_send_heartbeat_interval: Duration,
+    pub ha_housekeeping_interval: Duration,
+    pub ha_transfer_batch_size: usize,
+    /// Bytes a slave may lag before SYNC_MASTER answers SLAVE_NOT_AVAILABLE.
+    pub ha_max_gap_not_in_sync: i64,
+    pub slave_read_enable: bool,
+    pub offset_check_in_slave: bool,
+    /// Seconds between metadata syncs of a slave from its master.
+    pub slave_sync_interval: Duration,
+    pub enable_dleger_commit_log: bool,
+    pub dleger_group: String,
+    /// `n0-127.0.0.1:40911;n1-127.0.0.1:40912`
+    pub dleger_peers: String,
+    pub dleger_self_id: String,
+    /// Maximum frame size accepted from clients.
+    pub max_frame_size: usize,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            broker_cluster_name: "DefaultCluster".into(),
+            broker_name: "broker-a".into(),
+            broker_id: 0,
+            broker_ip1: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            broker_ip2: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            listen_addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            listen_port: 10911,
+            namesrv_addr: None,
+            store_path_root_dir: default_store_root(),
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            broker_role: BrokerRole::AsyncMaster,
+            mapped_file_size_commit_log: 1024 * 1024 * 1024,
+            mapped_file_size_consume_queue: 300_000 * 20,
+            file_reserved_time: 72,
+            delete_when: "04".into(),
+            disk_max_used_space_ratio: 75,
+            auto_create_topic_enable: true,
+            auto_create_subscription_group: true,
+            default_topic_queue_nums: 8,
+            broker_permission: 6,
+            max_message_size: 4 * 1024 * 1024,
+            sync_flush_timeout: Duration::from_secs(5),
+            flush_interval_commit_log: Duration::from_millis(500),
+            transient_store_pool_enable: false,
+            transient_store_pool_size: 5,
+            warm_mapped_file_enable: false,
+            message_index_enable: true,
+            check_crc_on_recover: true,
+            enabled_append_prop_crc: true,
+            register_name_server_period: Duration::from_secs(30),
+            long_polling_enable: true,
+            short_polling_time_mills: Duration::from_millis(1000),
+            flush_consumer_offset_interval: Duration::from_secs(5),
+            channel_expired_timeout: Duration::from_secs(120),
+            notify_consumer_ids_changed_enable: true,
+            region_id: "DefaultRegion".into(),
+            trace_on: true,
+            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+                .into(),
+            ha_listen_port: 10912,
+            ha_master_address: None,
+            ha_send_heartbeat_interval: Duration::from_secs(5),
+            ha_housekeeping_interval: Duration::from_secs(20),
+            ha_transfer_batch_size: 32 * 1024,
+            ha_max_gap_not_in_sync: 256 * 1024 * 1024,
+            slave_read_enable: false,
+            offset_check_in_slave: false,
+            slave_sync_interval: Duration::from_secs(10),
+            enable_dleger_commit_log: false,
+            dleger_group: String::new(),
+            dleger_peers: String::new(),
+            dleger_self_id: String::new(),
+            max_frame_size: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// `~/store`, RocketMQ's default root.
+fn default_store_root() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("store")
+}
+
+fn parse_bool(key: &str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(invalid(key, v, "expected true or false")),
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    v.trim()
+        .parse::<T>()
+        .map_err(|e| invalid(key, v, &e.to_string()))
+}
+
+fn parse_millis(key: &str, v: &str) -> Result<Duration, ConfigError> {
+    parse_num::<u64>(key, v).map(Duration::from_millis)
+}
+
+fn invalid(key: &str, v: &str, reason: &str) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        value: v.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+impl BrokerConfig {
+    /// Applies one `key = value`. Returns `Ok(false)` for a key Basalt does
+    /// not know (the caller warns), an error for a value that does not parse.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
+        let v = value.trim();
+        match key {
+            "brokerClusterName" => self.broker_cluster_name = v.to_string(),
+            "brokerName" => {
+                if v.is_empty() {
+                    return Err(invalid(key, v, "must not be empty"));
+                }
+                self.broker_name = v.to_string()
+            }
+            "brokerId" => self.broker_id = parse_num(key, v)?,
+            "brokerIP1" => self.broker_ip1 = parse_num(key, v)?,
+            "brokerIP2" => self.broker_ip2 = parse_num(key, v)?,
+            "listenAddr" => self.listen_addr = parse_num(key, v)?,
+            "listenPort" => {
+                self.listen_port = parse_num(key, v)?;
+                self.ha_listen_port = self.listen_port.wrapping_add(1);
+            }
+            "namesrvAddr" => {
+                self.namesrv_addr = if v.is_empty() {
+                    None
+                } else {
+                    Some(v.to_string())
+                }
+            }
+            "storePathRootDir" => self.store_path_root_dir = PathBuf::from(v),
+            "flushDiskType" => {
+                self.flush_disk_type =
+                    v.parse()
+                        .map_err(|e: basalt_common::config::ParseEnumError| {
+                            invalid(key, v, &e.to_string())
+                        })?
+            }
+            "brokerRole" => {
+                self.broker_role =
+                    v.parse()
+                        .map_err(|e: basalt_common::config::ParseEnumError| {
+                            invalid(key, v, &e.to_string())
+                        })?
+            }
+            "mappedFileSizeCommitLog" => self.mapped_file_size_commit_log = parse_num(key, v)?,
+            "mappedFileSizeConsumeQueue" => {
+                self.mapped_file_size_consume_queue = parse_num(key, v)?
+            }
+            "fileReservedTime" => self.file_reserved_time = parse_num(key, v)?,
+            "deleteWhen" => self.delete_when = v.to_string(),
+            "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = parse_num(key, v)?,
+            "autoCreateTopicEnable" => self.auto_create_topic_enable = parse_bool(key, v)?,
+            "autoCreateSubscriptionGroup" => {
+                self.auto_create_subscription_group = parse_bool(key, v)?
+            }
+            "defaultTopicQueueNums" => self.default_topic_queue_nums = parse_num(key, v)?,
+            "brokerPermission" => self.broker_permission = parse_num(key, v)?,
+            "maxMessageSize" => self.max_message_size = parse_num(key, v)?,
+            "syncFlushTimeout" => self.sync_flush_timeout = parse_millis(key, v)?,
+            "flushIntervalCommitLog" => self.flush_interval_commit_log = parse_millis(key, v)?,
+            "transientStorePoolEnable" => self.transient_store_pool_enable = parse_bool(key, v)?,
+            "transientStorePoolSize" => self.transient_store_pool_size = parse_num(key, v)?,
+            "warmMappedFileEnable" => self.warm_mapped_file_enable = parse_bool(key, v)?,
+            "messageIndexEnable" => self.message_index_enable = parse_bool(key, v)?,
+            "checkCRCOnRecover" => self.check_crc_on_recover = parse_bool(key, v)?,
+            "enabledAppendPropCRC" => self.enabled_append_prop_crc = parse_bool(key, v)?,
+            "registerNameServerPeriod" => self.register_name_server_period = parse_millis(key, v)?,
+            "longPollingEnable" => self.long_polling_enable = parse_bool(key, v)?,
+            "shortPollingTimeMills" => self.short_polling_time_mills = parse_millis(key, v)?,
+            "flushConsumerOffsetInterval" => {
+                self.flush_consumer_offset_interval = parse_millis(key, v)?
+            }
+            "channelExpiredTimeout" => self.channel_expired_timeout = parse_millis(key, v)?,
+            "notifyConsumerIdsChangedEnable" => {
+                self.notify_consumer_ids_changed_enable = parse_bool(key, v)?
+            }
+            "regionId" => self.region_id = v.to_string(),
+            "traceOn" => self.trace_on = parse_bool(key, v)?,
+            "messageDelayLevel" => {
+                DelayLevels::parse(v).map_err(|e| invalid(key, v, &e))?;
+                self.message_delay_level = v.to_string()
+            }
+            "haListenPort" => self.ha_listen_port = parse_num(key, v)?,
+            "haMasterAddress" => {
+                self.ha_master_address = if v.is_empty() {
+                    None
+                } else {
+                    Some(v.to_string())
+                }
+            }
+            "haSendHeartbeatInterval" => self.ha_send_heartbeat_interval = parse_millis(key, v)?,
+            "haHousekeepingInterval" => self.ha_housekeeping_interval = parse_millis(key, v)?,
+            "haTransferBatchSize" => self.ha_transfer_batch_size = parse_num(key, v)?,
+            "haMaxGapNotInSync" | "haSlaveFallbehindMax" => {
+                self.ha_max_gap_not_in_sync = parse_num(key, v)?
+            }
+            "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
+            "offsetCheckInSlave" => self.offset_check_in_slave = parse_bool(key, v)?,
+            "slaveSyncInterval" => self.slave_sync_interval = parse_millis(key, v)?,
+            "enableDLegerCommitLog" => self.enable_dleger_commit_log = parse_bool(key, v)?,
+            "dLegerGroup" => self.dleger_group = v.to_string(),
+            "dLegerPeers" => self.dleger_peers = v.to_string(),
+            "dLegerSelfId" => self.dleger_self_id = v.to_string(),
+            "maxFrameSize" => self.max_frame_size = parse_num(key, v)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Reads a `.properties` file (or TOML when the name ends in `.toml`)
+    /// on top of the defaults.
+    pub fn load(path: &Path) -> Result<BrokerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut cfg = BrokerConfig::default();
+        let pairs = if path.extension().and_then(|e| e.to_str()) == Some("toml") {
+            toml_pairs(&text).map_err(|detail| ConfigError::Syntax {
+                path: path.to_path_buf(),
+                detail,
+            })?
+        } else {
+            properties_pairs(&text)
+        };
+        cfg.apply(&pairs)?;
+        Ok(cfg)
+    }
+
+    /// Applies pairs in order, warning about unknown keys.
+    pub fn apply(&mut self, pairs: &[(String, String)]) -> Result<(), ConfigError> {
+        // listenPort moves haListenPort unless haListenPort is given too.
+        let explicit_ha = pairs.iter().any(|(k, _)| k == "haListenPort");
+        for (k, v) in pairs {
+            if !self.set(k, v)? {
+                tracing::warn!(key = %k, "unknown configuration key ignored");
+            }
+        }
+        if explicit_ha {
+            if let Some((_, v)) = pairs.iter().rev().find(|(k, _)| k == "haListenPort") {
+                self.set("haListenPort", v)?;
+            }
+        }
+        self.validate()
+    }
+
+    /// Checks settings that only make sense together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
+            return Err(invalid("brokerId", "0", "a SLAVE needs a brokerId > 0"));
+        }
+        if self.broker_role != BrokerRole::Slave
+            && self.broker_id != 0
+            && !self.enable_dleger_commit_log
+        {
+            return Err(invalid(
+                "brokerRole",
+                &self.broker_role.to_string(),
+                "a master needs brokerId 0",
+            ));
+        }
+        if self.default_topic_queue_nums <= 0 || self.default_topic_queue_nums > 1024 {
+            return Err(invalid(
+                "defaultTopicQueueNums",
+                &self.default_topic_queue_nums.to_string(),
+                "must be in 1..=1024",
+            ));
+        }
+        if self.enable_dleger_commit_log
+            && (self.dleger_peers.is_empty() || self.dleger_self_id.is_empty())
+        {
+            return Err(invalid(
+                "dLegerPeers",
+                &self.dleger_peers,
+                "ledger mode needs dLegerPeers and dLegerSelfId",
+            ));
+        }
+        self.store_config()
+            .validate()
+            .map_err(|e| invalid("store", "", &e))?;
+        Ok(())
+    }
+
+    /// The address clients reach this broker at.
+    pub fn broker_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.broker_ip1, self.listen_port)
+    }
+
+    /// The HA address slaves connect to.
+    pub fn ha_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.broker_ip2, self.ha_listen_port)
+    }
+
+    /// The store settings this broker implies.
+    pub fn store_config(&self) -> StoreConfig {
+        let mut s = StoreConfig::new(&self.store_path_root_dir);
+        s.commit_log_file_size = self.mapped_file_size_commit_log;
+        s.consume_queue_units_per_file = (self.mapped_file_size_consume_queue / 20).max(1);
+        s.flush_disk_type = self.flush_disk_type;
+        s.sync_flush_timeout = self.sync_flush_timeout;
+        s.flush_interval_commit_log = self.flush_interval_commit_log;
+        s.transient_store_pool_enable = self.transient_store_pool_enable;
+        s.transient_store_pool_size = self.transient_store_pool_size;
+        s.warm_mapped_file = self.warm_mapped_file_enable;
+        s.message_index_enable = self.message_index_enable;
+        s.check_crc_on_recover = self.check_crc_on_recover;
+        s.append_prop_crc = self.enabled_append_prop_crc;
+        s.max_message_size = self
+            .max_message_size
+            .min(self.mapped_file_size_commit_log.saturating_sub(64 * 1024));
+        s.file_reserved_time = Duration::from_secs(self.file_reserved_time * 3600);
+        s.delete_when = self.delete_when.clone();
+        s.disk_max_used_space_ratio = self.disk_max_used_space_ratio;
+        s.store_host = self.broker_addr();
+        if self.mapped_file_size_commit_log < 16 * 1024 * 1024 {
+            // Small test stores: a small index too.
+            s.max_hash_slot_num = 4096;
+            s.max_index_num = 16384;
+        }
+        s
+    }
+
+    pub fn delay_levels(&self) -> DelayLevels {
+        DelayLevels::parse(&self.message_delay_level).unwrap_or_default()
+    }
+}
+
+/// `key=value` / `key: value` / `key value` lines; `#` and `!` comments.
+pub fn properties_pairs(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with('!') {
+            continue;
+        }
+        let sep = l.find(['=', ':']).or_else(|| l.find(char::is_whitespace));
+        match sep {
+            Some(i) => out.push((l[..i].trim().to_string(), l[i + 1..].trim().to_string())),
+            None => out.push((l.to_string(), String::new())),
+        }
+    }
+    out
+}
+
+/// Flattens a TOML document: keys at the top level or in any table.
+pub fn toml_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    let v: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let mut out = Vec::new();
+    fn walk(t: &toml::Table, out: &mut Vec<(String, String)>) {
+        for (k, v) in t {
+            match v {
+                toml::Value::Table(inner) => walk(inner, out),
+                toml::Value::String(s) => out.push((k.clone(), s.clone())),
+                other => out.push((k.clone(), other.to_string())),
+            }
+        }
+    }
+    walk(&v, &mut out);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_broker_conf_properties() {
+        let text = "# a comment\nbrokerClusterName = C1\nbrokerName=b-x\nbrokerId=0\nlistenPort: 20911\nflushDiskType=SYNC_FLUSH\nbrokerRole=SYNC_MASTER\nsomethingElse=1\n";
+        let mut c = BrokerConfig::default();
+        c.apply(&properties_pairs(text)).unwrap();
+        assert_eq!(c.broker_cluster_name, "C1");
+        assert_eq!(c.broker_name, "b-x");
+        assert_eq!(c.listen_port, 20911);
+        assert_eq!(c.ha_listen_port, 20912);
+        assert_eq!(c.flush_disk_type, FlushDiskType::SyncFlush);
+        assert_eq!(c.broker_role, BrokerRole::SyncMaster);
+    }
+
+    #[test]
+    fn reads_toml() {
+        let text =
+            "[broker]\nbrokerName = \"tb\"\nlistenPort = 30911\nautoCreateTopicEnable = false\n";
+        let mut c = BrokerConfig::default();
+        c.apply(&toml_pairs(text).unwrap()).unwrap();
+        assert_eq!(c.broker_name, "tb");
+        assert_eq!(c.listen_port, 30911);
+        assert!(!c.auto_create_topic_enable);
+    }
+
+    #[test]
+    fn invalid_value_names_the_key() {
+        let mut c = BrokerConfig::default();
+        let e = c.apply(&properties_pairs("listenPort=abc")).unwrap_err();
+        assert!(e.to_string().contains("listenPort"), "{e}");
+        let e = c
+            .apply(&properties_pairs("flushDiskType=SOMETIMES"))
+            .unwrap_err();
+        assert!(e.to_string().contains("flushDiskType"), "{e}");
+        let e = c
+            .apply(&properties_pairs("brokerRole=SLAVE\nbrokerId=0"))
+            .unwrap_err();
+        assert!(e.to_string().contains("brokerId"), "{e}");
+    }
+}

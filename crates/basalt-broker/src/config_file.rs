@@ -1,0 +1,87 @@
+//! The broker's JSON metadata files in `{root}/config/` (topics.json,
+//! subscriptionGroup.json, consumerOffset.json, delayOffset.json): replaced
+//! atomically, with the previous version kept as `<name>.bak` and used when
+//! the main file is missing or unreadable.
+
+use std::path::{Path, PathBuf};
+
+use basalt_store::fs_util;
+
+/// One metadata file. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    path: PathBuf,
+}
+
+impl ConfigFile {
+    pub fn new(root: &Path, name: &str) -> Self {
+        ConfigFile {
+            path: root.join("config").join(name),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn bak(&self) -> PathBuf {
+        let mut n = self.path.file_name().unwrap_or_default().to_os_string();
+        n.push(".bak");
+        self.path.with_file_name(n)
+    }
+
+    /// Parses the file with `parse`, falling back to the `.bak` copy when the
+    /// main file is missing, empty or does not parse. `None` when neither works.
+    pub fn load<T>(&self, parse: impl Fn(&str) -> Result<T, String>) -> Option<T> {
+        for p in [self.path.clone(), self.bak()] {
+            match std::fs::read_to_string(&p) {
+                Ok(text) if !text.trim().is_empty() => match parse(&text) {
+                    Ok(v) => return Some(v),
+                    Err(e) => {
+                        tracing::error!(file = %p.display(), error = %e, "unreadable metadata file")
+                    }
+                },
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Writes `content` atomically, keeping the previous content as `.bak`.
+    pub fn save(&self, content: &str) -> basalt_store::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            fs_util::create_dir_all_durable(dir)?;
+        }
+        if let Ok(prev) = std::fs::read(&self.path) {
+            if prev != content.as_bytes() {
+                fs_util::atomic_write(&self.bak(), &prev)?;
+            } else {
+                return Ok(());
+            }
+        }
+        fs_util::atomic_write(&self.path, content.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn falls_back_to_bak() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = ConfigFile::new(dir.path(), "x.json");
+        f.save("one").unwrap();
+        f.save("two").unwrap();
+        assert_eq!(f.load(|s| Ok::<_, String>(s.to_string())).unwrap(), "two");
+        std::fs::write(f.path(), "garbage").unwrap();
+        let parsed = f.load(|s| {
+            if s == "one" {
+                Ok(1)
+            } else {
+                Err("bad".to_string())
+            }
+        });
+        assert_eq!(parsed, Some(1));
+    }
+}

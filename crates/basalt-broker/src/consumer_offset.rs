@@ -1,0 +1,180 @@
+//! ConsumerOffsetManager: committed consumer offsets, `topic@group` →
+//! queue id → offset, persisted to consumerOffset.json on an interval and at
+//! shutdown (atomically, with a .bak copy).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+
+use crate::config_file::ConfigFile;
+
+/// See the module documentation. Invariant: the table only changes through
+/// `commit`/`replace_all`/`remove_*`, which mark it dirty for the next persist.
+#[derive(Debug)]
+pub struct ConsumerOffsetManager {
+    file: ConfigFile,
+    table: RwLock<HashMap<String, BTreeMap<i32, i64>>>,
+    dirty: AtomicBool,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+/// Parses `{"offsetTable":{"T@G":{0:12,1:10}}}` (bare or quoted keys).
+pub fn parse_offset_table(text: &str) -> Result<HashMap<String, BTreeMap<i32, i64>>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct File {
+        #[serde(default)]
+        offset_table: HashMap<String, BTreeMap<String, i64>>,
+    }
+    let f: File = basalt_remoting::fastjson::from_str(text).map_err(|e| e.to_string())?;
+    let mut out = HashMap::new();
+    for (k, m) in f.offset_table {
+        let mut inner = BTreeMap::new();
+        for (q, o) in m {
+            let q: i32 = q.parse().map_err(|_| format!("queue id {q:?} in {k}"))?;
+            inner.insert(q, o);
+        }
+        out.insert(k, inner);
+    }
+    Ok(out)
+}
+
+/// Writes the table as Java does: bare integer inner keys.
+pub fn encode_offset_table(table: &HashMap<String, BTreeMap<i32, i64>>) -> String {
+    let mut keys: Vec<_> = table.keys().collect();
+    keys.sort();
+    let mut out = Vec::with_capacity(64 + table.len() * 64);
+    out.extend_from_slice(b"{\"offsetTable\":{");
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        basalt_remoting::json::write_str(&mut out, k);
+        out.push(b':');
+        basalt_remoting::fastjson::write_bare_key_i64_map(
+            &mut out,
+            table[*k].iter().map(|(q, o)| (*q as i64, *o)),
+        );
+    }
+    out.extend_from_slice(b"}}");
+    String::from_utf8(out).unwrap_or_default()
+}
+
+impl ConsumerOffsetManager {
+    pub fn load(root: &Path) -> Self {
+        let file = ConfigFile::new(root, "consumerOffset.json");
+        let table = file.load(parse_offset_table).unwrap_or_default();
+        ConsumerOffsetManager {
+            file,
+            table: RwLock::new(table),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// Stores a consumer's offset for a queue.
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let k = key(topic, group);
+        let mut t = self.table.write();
+        let prev = t.entry(k).or_default().insert(queue_id, offset);
+        if prev != Some(offset) {
+            self.dirty.store(true, Ordering::Release);
+        }
+    }
+
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        self.table
+            .read()
+            .get(&key(topic, group))
+            .and_then(|m| m.get(&queue_id).copied())
+    }
+
+    /// Every queue offset of a group on a topic.
+    pub fn group_topic(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+        self.table
+            .read()
+            .get(&key(topic, group))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Topics a group has offsets for.
+    pub fn topics_of_group(&self, group: &str) -> Vec<String> {
+        let suffix = format!("@{group}");
+        self.table
+            .read()
+            .keys()
+            .filter_map(|k| k.strip_suffix(&suffix).map(str::to_string))
+            .collect()
+    }
+
+    /// Groups that have offsets for a topic.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        let prefix = format!("{topic}@");
+        self.table
+            .read()
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
+            .collect()
+    }
+
+    pub fn remove_topic(&self, topic: &str) {
+        let prefix = format!("{topic}@");
+        self.table.write().retain(|k, _| !k.starts_with(&prefix));
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    pub fn snapshot(&self) -> HashMap<String, BTreeMap<i32, i64>> {
+        self.table.read().clone()
+    }
+
+    /// The table in its file form (GET_ALL_CONSUMER_OFFSET body).
+    pub fn encode(&self) -> String {
+        encode_offset_table(&self.table.read())
+    }
+
+    /// Replaces everything (a slave copying its master).
+    pub fn replace_all(&self, table: HashMap<String, BTreeMap<i32, i64>>) {
+        *self.table.write() = table;
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Writes the file if anything changed since the last write.
+    pub fn persist(&self) {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let text = self.encode();
+        if let Err(e) = self.file.save(&text) {
+            self.dirty.store(true, Ordering::Release);
+            tracing::error!(error = %e, "cannot persist consumerOffset.json");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persists_with_bare_keys_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::load(dir.path());
+        m.commit("G", "T", 0, 12);
+        m.commit("G", "T", 3, 7);
+        m.commit("H", "%RETRY%H", 0, 1);
+        m.persist();
+        let text = std::fs::read_to_string(dir.path().join("config/consumerOffset.json")).unwrap();
+        assert!(text.contains("\"T@G\":{0:12,3:7}"), "{text}");
+        let m2 = ConsumerOffsetManager::load(dir.path());
+        assert_eq!(m2.query("G", "T", 3), Some(7));
+        assert_eq!(m2.topics_of_group("G"), vec!["T".to_string()]);
+        // Java-written files with quoted keys parse too.
+        let t = parse_offset_table(r#"{"offsetTable":{"A@B":{"1":5}}}"#).unwrap();
+        assert_eq!(t["A@B"][&1], 5);
+    }
+}

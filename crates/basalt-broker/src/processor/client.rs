@@ -1,0 +1,268 @@
+//! Client membership and offsets: HEART_BEAT, UNREGISTER_CLIENT,
+//! GET_CONSUMER_LIST_BY_GROUP, consumer offsets, queue offsets, queue locks
+//! (spec §2.5, §2.6, §2.8).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use basalt_common::constants::perm;
+use basalt_remoting::code::response;
+use basalt_remoting::header::{
+    CommandHeader, GetConsumerListByGroupRequestHeader, GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
+    OffsetResponseHeader, QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
+    UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
+};
+use basalt_remoting::protocol::{
+    ConsumerListBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
+};
+use basalt_remoting::{Channel, RemotingCommand};
+use basalt_store::BoundaryType;
+
+use super::{bad_header, error};
+use crate::broker::Broker;
+use crate::client_manager::ClientChannel;
+
+fn ok() -> RemotingCommand {
+    RemotingCommand::response(response::SUCCESS, None)
+}
+
+fn offset_response(offset: i64) -> RemotingCommand {
+    ok().with_ext(OffsetResponseHeader { offset }.to_ext())
+}
+
+pub fn heartbeat(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    req: &RemotingCommand,
+) -> RemotingCommand {
+    let data: HeartbeatData = match basalt_remoting::fastjson::from_slice(&req.body) {
+        Ok(d) => d,
+        Err(e) => return error(response::SYSTEM_ERROR, format!("bad heartbeat body: {e}")),
+    };
+    let now = Instant::now();
+    for c in data.consumer_data_set {
+        let Some(g) = broker
+            .groups
+            .get_or_create(&c.group_name, broker.config.auto_create_subscription_group)
+        else {
+            continue;
+        };
+        if !broker.is_slave() {
+            let retry = basalt_common::topic::retry_topic(&c.group_name);
+            if !broker.topics.contains(&retry) {
+                broker.topics.create_if_missing(
+                    &retry,
+                    g.retry_queue_nums.max(1),
+                    perm::READ | perm::WRITE,
+                );
+                broker.register_soon();
+            }
+        }
+        let changed = broker.clients.register_consumer(
+            &c.group_name,
+            ClientChannel {
+                channel: channel.clone(),
+                client_id: data.client_id.clone(),
+                last_update: now,
+            },
+            c.consume_type,
+            c.message_model,
+            c.consume_from_where,
+            c.subscription_data_set,
+        );
+        if changed {
+            tracing::info!(group = %c.group_name, client = %data.client_id, "consumer group changed");
+            broker.notify_consumer_ids_changed(&c.group_name);
+        }
+    }
+    for p in data.producer_data_set {
+        broker.clients.register_producer(
+            &p.group_name,
+            ClientChannel {
+                channel: channel.clone(),
+                client_id: data.client_id.clone(),
+                last_update: now,
+            },
+        );
+    }
+    ok()
+}
+
+pub fn unregister_client(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    req: &RemotingCommand,
+) -> RemotingCommand {
+    let h = match UnregisterClientRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(e),
+    };
+    if let Some(g) = h.producer_group.as_deref().filter(|g| !g.is_empty()) {
+        broker.clients.unregister_producer(g, channel.id());
+    }
+    if let Some(g) = h.consumer_group.as_deref().filter(|g| !g.is_empty()) {
+        if broker.clients.unregister_consumer(g, channel.id()) {
+            broker.notify_consumer_ids_changed(g);
+        }
+    }
+    ok()
+}
+
+pub fn consumer_list(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    let h = match GetConsumerListByGroupRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(e),
+    };
+    let ids = broker
+        .clients
+        .consumer_group(&h.consumer_group)
+        .map(|g| g.client_ids())
+        .unwrap_or_default();
+    if ids.is_empty() {
+        return error(
+            response::SYSTEM_ERROR,
+            format!("no consumer for this group, {}", h.consumer_group),
+        );
+    }
+    let body = serde_json::to_vec(&ConsumerListBody {
+        consumer_id_list: ids,
+    })
+    .unwrap_or_default();
+    ok().with_body(body)
+}
+
+pub fn query_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    let h = match QueryConsumerOffsetRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(e),
+    };
+    if let Some(o) = broker
+        .offsets
+        .query(&h.consumer_group, &h.topic, h.queue_id)
+    {
+        return offset_response(o);
+    }
+    if h.set_zero_if_not_found == Some(false) {
+        return error(
+            response::QUERY_NOT_FOUND,
+            "Not found, do not set to zero, maybe this group boot first",
+        );
+    }
+    // A new group on a queue whose first message is still around and in
+    // memory starts at 0, as in Java; otherwise the client applies its
+    // consume-from-where rule.
+    let min = broker.store.min_offset_in_queue(&h.topic, h.queue_id);
+    if min <= 0 && first_message_in_memory(broker, &h.topic, h.queue_id) {
+        return offset_response(0);
+    }
+    error(
+        response::QUERY_NOT_FOUND,
+        "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+    )
+}
+
+fn first_message_in_memory(broker: &Broker, topic: &str, queue_id: i32) -> bool {
+    match broker.store.commit_log_offset_in_queue(topic, queue_id, 0) {
+        Some(phys) => broker.store.is_in_memory(phys),
+        // Empty or missing queue: nothing to skip.
+        None => true,
+    }
+}
+
+pub fn update_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    let h = match UpdateConsumerOffsetRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(e),
+    };
+    if h.commit_offset < 0 {
+        return error(
+            response::SYSTEM_ERROR,
+            format!("illegal offset {}", h.commit_offset),
+        );
+    }
+    broker
+        .offsets
+        .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+    ok()
+}
+
+pub fn max_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    match GetMaxOffsetRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => offset_response(broker.store.max_offset_in_queue(&h.topic, h.queue_id)),
+        Err(e) => bad_header(e),
+    }
+}
+
+pub fn min_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    match GetMinOffsetRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => offset_response(broker.store.min_offset_in_queue(&h.topic, h.queue_id)),
+        Err(e) => bad_header(e),
+    }
+}
+
+pub fn earliest_msg_storetime(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    match GetEarliestMsgStoretimeRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => {
+            let ts = broker
+                .store
+                .earliest_message_time(&h.topic, h.queue_id)
+                .unwrap_or(-1);
+            ok().with_ext(GetEarliestMsgStoretimeResponseHeader { timestamp: ts }.to_ext())
+        }
+        Err(e) => bad_header(e),
+    }
+}
+
+pub fn search_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    let h = match SearchOffsetRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(e),
+    };
+    let boundary = match h
+        .boundary_type
+        .as_deref()
+        .map(str::to_ascii_uppercase)
+        .as_deref()
+    {
+        None | Some("LOWER") => BoundaryType::Lower,
+        Some("UPPER") => BoundaryType::Upper,
+        Some(other) => {
+            return error(
+                response::SYSTEM_ERROR,
+                format!("unknown boundaryType {other}"),
+            );
+        }
+    };
+    offset_response(broker.store.offset_in_queue_by_time(
+        &h.topic,
+        h.queue_id,
+        h.timestamp,
+        boundary,
+    ))
+}
+
+pub fn lock_batch(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    let body: LockBatchRequestBody = match basalt_remoting::fastjson::from_slice(&req.body) {
+        Ok(b) => b,
+        Err(e) => return error(response::SYSTEM_ERROR, format!("bad lock body: {e}")),
+    };
+    let locked = broker
+        .locks
+        .try_lock(&body.consumer_group, &body.client_id, &body.mq_set);
+    let resp = LockBatchResponseBody {
+        lock_ok_mq_set: locked,
+    };
+    ok().with_body(serde_json::to_vec(&resp).unwrap_or_default())
+}
+
+pub fn unlock_batch(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    let body: LockBatchRequestBody = match basalt_remoting::fastjson::from_slice(&req.body) {
+        Ok(b) => b,
+        Err(e) => return error(response::SYSTEM_ERROR, format!("bad unlock body: {e}")),
+    };
+    broker
+        .locks
+        .unlock(&body.consumer_group, &body.client_id, &body.mq_set);
+    ok()
+}

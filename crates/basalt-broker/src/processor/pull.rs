@@ -1,0 +1,305 @@
+//! PULL_MESSAGE / LITE_PULL_MESSAGE with long polling (spec §2.4).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use basalt_common::constants::perm;
+use basalt_remoting::RemotingCommand;
+use basalt_remoting::code::response;
+use basalt_remoting::header::{CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader};
+use basalt_remoting::protocol::MessageModel;
+use basalt_store::{GetMessageRequest, GetMessageResult, GetMessageStatus, MessageFilter};
+use bytes::{Bytes, BytesMut};
+
+use super::error;
+use crate::broker::Broker;
+use crate::filter::TagFilter;
+
+/// PullSysFlag bits.
+pub mod pull_flag {
+    pub const COMMIT_OFFSET: i32 = 0x1;
+    pub const SUSPEND: i32 = 0x2;
+    pub const SUBSCRIPTION: i32 = 0x4;
+}
+
+/// The checked parts of a pull request.
+struct PullPlan {
+    h: PullMessageRequestHeader,
+    filter: TagFilter,
+    which_broker_when_slow: i64,
+    group_broker_id: i64,
+}
+
+fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, RemotingCommand> {
+    let h = PullMessageRequestHeader::from_ext(&req.ext_fields).map_err(super::bad_header)?;
+    if !perm::is_readable(broker.config.broker_permission) {
+        return Err(error(
+            response::NO_PERMISSION,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                broker.broker_addr()
+            ),
+        ));
+    }
+    let Some(g) = broker.groups.get_or_create(
+        &h.consumer_group,
+        broker.config.auto_create_subscription_group,
+    ) else {
+        return Err(error(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group [{}] does not exist", h.consumer_group),
+        ));
+    };
+    if !g.consume_enable {
+        return Err(error(
+            response::NO_PERMISSION,
+            format!("subscription group no permission, {}", h.consumer_group),
+        ));
+    }
+    let Some(t) = broker.topics.get(&h.topic) else {
+        return Err(error(
+            response::TOPIC_NOT_EXIST,
+            format!("topic[{}] not exist, apply first please!", h.topic),
+        ));
+    };
+    if !perm::is_readable(t.perm) {
+        return Err(error(
+            response::NO_PERMISSION,
+            format!("the topic[{}] pulling message is forbidden", h.topic),
+        ));
+    }
+    if h.queue_id < 0 || h.queue_id >= t.read_queue_nums {
+        return Err(error(
+            response::SYSTEM_ERROR,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                h.queue_id, h.topic, t.read_queue_nums, h.consumer_group
+            ),
+        ));
+    }
+    let filter = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
+        let expr_type = h.expression_type.as_deref().unwrap_or("TAG");
+        if !expr_type.eq_ignore_ascii_case("TAG") {
+            return Err(error(
+                response::SUBSCRIPTION_PARSE_FAILED,
+                format!("expression type {expr_type} is not supported; use TAG"),
+            ));
+        }
+        TagFilter::parse(h.subscription.as_deref().unwrap_or("*"))
+    } else {
+        let Some(cg) = broker.clients.consumer_group(&h.consumer_group) else {
+            return Err(error(
+                response::SUBSCRIPTION_NOT_EXIST,
+                format!(
+                    "the consumer's group info not exist, group: {}",
+                    h.consumer_group
+                ),
+            ));
+        };
+        if !g.consume_broadcast_enable && cg.message_model == MessageModel::Broadcasting {
+            return Err(error(
+                response::NO_PERMISSION,
+                format!(
+                    "the consumer group[{}] can not consume by broadcast way",
+                    h.consumer_group
+                ),
+            ));
+        }
+        let Some(sub) = cg.subscriptions.get(&h.topic) else {
+            return Err(error(
+                response::SUBSCRIPTION_NOT_EXIST,
+                format!(
+                    "the consumer's subscription not exist, group: {}",
+                    h.consumer_group
+                ),
+            ));
+        };
+        if sub.sub_version < h.sub_version {
+            return Err(error(
+                response::SUBSCRIPTION_NOT_LATEST,
+                "the consumer's subscription not latest",
+            ));
+        }
+        if !sub.expression_type.is_empty() && !sub.expression_type.eq_ignore_ascii_case("TAG") {
+            return Err(error(
+                response::SUBSCRIPTION_PARSE_FAILED,
+                format!(
+                    "expression type {} is not supported; use TAG",
+                    sub.expression_type
+                ),
+            ));
+        }
+        TagFilter::from_subscription(sub)
+    };
+    Ok(PullPlan {
+        which_broker_when_slow: g.which_broker_when_consume_slowly,
+        group_broker_id: g.broker_id,
+        h,
+        filter,
+    })
+}
+
+/// Handles a pull: answers at once when there is something to say, or holds
+/// the request until a message arrives or the suspend time passes.
+pub async fn pull(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+    let p = match plan(broker, req) {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let h = &p.h;
+    let may_commit = !broker.is_slave();
+    if h.sys_flag & pull_flag::COMMIT_OFFSET != 0 && may_commit && h.commit_offset >= 0 {
+        broker
+            .offsets
+            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+    }
+    let suspend = h.sys_flag & pull_flag::SUSPEND != 0;
+    let hold = if broker.config.long_polling_enable {
+        Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
+    } else {
+        broker.config.short_polling_time_mills
+    };
+    let deadline = Instant::now() + hold;
+    let notify = broker.waiters.notify_for(&h.topic, h.queue_id);
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let result = get(broker, &p);
+        let waiting_helps = result.status == GetMessageStatus::OffsetOverflowOne
+            || result.status == GetMessageStatus::OffsetFoundNull
+            || (result.status == GetMessageStatus::NoMessageInQueue && h.queue_offset == 0)
+            || (result.status == GetMessageStatus::NoMatchedLogicQueue && h.queue_offset == 0);
+        let now = Instant::now();
+        if suspend && waiting_helps && now < deadline && !broker.is_shutting_down() {
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep(deadline - now) => {}
+            }
+            if Instant::now() < deadline {
+                continue;
+            }
+            // Time is up: one last look, then answer whatever it says.
+            let result = get(broker, &p);
+            return respond(broker, &p, result);
+        }
+        return respond(broker, &p, result);
+    }
+}
+
+fn get(broker: &Broker, p: &PullPlan) -> GetMessageResult {
+    let h = &p.h;
+    let filter: Option<&dyn MessageFilter> = if p.filter.matches_all() {
+        None
+    } else {
+        Some(&p.filter)
+    };
+    broker.store.get_message(
+        &GetMessageRequest {
+            topic: &h.topic,
+            queue_id: h.queue_id,
+            offset: h.queue_offset,
+            max_msgs: h.max_msg_nums.clamp(1, 1024) as usize,
+            max_bytes: h.max_msg_bytes.filter(|b| *b > 0).map(|b| b as usize),
+            correct_offsets: !broker.is_slave() || broker.config.offset_check_in_slave,
+        },
+        filter,
+    )
+}
+
+fn respond(broker: &Broker, p: &PullPlan, r: GetMessageResult) -> RemotingCommand {
+    let h = &p.h;
+    let mut code = match r.status {
+        GetMessageStatus::Found => response::SUCCESS,
+        GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {
+            response::PULL_RETRY_IMMEDIATELY
+        }
+        GetMessageStatus::NoMatchedLogicQueue | GetMessageStatus::NoMessageInQueue => {
+            if h.queue_offset != 0 {
+                response::PULL_OFFSET_MOVED
+            } else {
+                response::PULL_NOT_FOUND
+            }
+        }
+        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => {
+            response::PULL_NOT_FOUND
+        }
+        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
+            response::PULL_OFFSET_MOVED
+        }
+    };
+    let mut suggest = if broker.config.slave_read_enable {
+        if r.suggest_pulling_from_slave {
+            p.which_broker_when_slow
+        } else {
+            p.group_broker_id
+        }
+    } else {
+        0
+    };
+    if broker.is_slave() {
+        if !broker.config.slave_read_enable {
+            code = response::PULL_RETRY_IMMEDIATELY;
+            suggest = 0;
+        } else if code == response::PULL_OFFSET_MOVED && !broker.config.offset_check_in_slave {
+            code = response::PULL_RETRY_IMMEDIATELY;
+        }
+    }
+    let header = PullMessageResponseHeader {
+        suggest_which_broker_id: suggest,
+        next_begin_offset: r.next_begin_offset,
+        min_offset: r.min_offset,
+        max_offset: r.max_offset,
+        offset_delta: None,
+        topic_sys_flag: None,
+        group_sys_flag: None,
+        forbidden_type: None,
+    };
+    let mut resp = RemotingCommand::response(code, Some(r.status.name().to_string()))
+        .with_ext(header.to_ext());
+    if code == response::SUCCESS {
+        broker
+            .stats
+            .get_messages
+            .fetch_add(r.messages.len() as u64, Ordering::Relaxed);
+        broker
+            .stats
+            .get_bytes
+            .fetch_add(r.buffer_total_size as u64, Ordering::Relaxed);
+        resp.body = join_records(broker, &r.messages, r.buffer_total_size);
+        resp.remark = None;
+    }
+    resp
+}
+
+/// The pull body: the stored records back to back, as they are on disk.
+/// Records that sit next to each other in one CommitLog file are sent as one
+/// zero-copy view of the mapping; otherwise they are copied once.
+fn join_records(broker: &Broker, msgs: &[Bytes], total: usize) -> Bytes {
+    match msgs {
+        [] => Bytes::new(),
+        [one] => one.clone(),
+        [first, ..] => {
+            let contiguous = msgs
+                .windows(2)
+                .all(|w| w[0].as_ptr().wrapping_add(w[0].len()) == w[1].as_ptr());
+            if contiguous {
+                if let Ok(v) = basalt_common::record::RecordView::parse(first, false) {
+                    if let Some(b) = broker
+                        .store
+                        .commit_log()
+                        .read_bytes(v.physical_offset, total)
+                    {
+                        return b;
+                    }
+                }
+            }
+            let mut out = BytesMut::with_capacity(total);
+            for m in msgs {
+                out.extend_from_slice(m);
+            }
+            out.freeze()
+        }
+    }
+}

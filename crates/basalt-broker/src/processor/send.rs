@@ -1,0 +1,515 @@
+//! SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE and
+//! CONSUMER_SEND_MSG_BACK (spec §2.3, §2.7).
+
+use std::sync::Arc;
+
+use basalt_common::constants::{perm, property, topic as reserved};
+use basalt_common::record::{RecordDraft, RecordView};
+use basalt_common::{properties, sysflag};
+use basalt_remoting::code::{request, response};
+use basalt_remoting::header::{
+    CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader,
+    SendMessageResponseHeader,
+};
+use basalt_remoting::protocol::{TopicConfig, TopicFilterType};
+use basalt_remoting::{Channel, RemotingCommand};
+use basalt_store::{PutMessageResult, PutMessageStatus};
+use bytes::Bytes;
+use rand::Rng;
+
+use super::error;
+use crate::broker::Broker;
+
+/// Topics producers may not write to directly.
+fn is_not_allowed_send_topic(topic: &str) -> bool {
+    matches!(
+        topic,
+        reserved::SCHEDULE_TOPIC | reserved::TRANS_HALF_TOPIC | reserved::TRANS_OP_HALF_TOPIC
+    )
+}
+
+/// Validation common to single and batch sends; returns the topic config
+/// and the queue id to use.
+fn check_send(
+    broker: &Arc<Broker>,
+    h: &SendMessageRequestHeader,
+    body_len: usize,
+) -> Result<(TopicConfig, i32), RemotingCommand> {
+    if broker.is_slave() {
+        return Err(error(
+            response::SERVICE_NOT_AVAILABLE,
+            format!(
+                "broker {} is a slave and does not accept messages",
+                broker.config.broker_name
+            ),
+        ));
+    }
+    if !perm::is_writeable(broker.config.broker_permission) {
+        return Err(error(
+            response::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                broker.broker_addr()
+            ),
+        ));
+    }
+    if let Err(e) = basalt_common::topic::validate_topic(&h.topic) {
+        return Err(error(response::MESSAGE_ILLEGAL, e.to_string()));
+    }
+    if is_not_allowed_send_topic(&h.topic) {
+        return Err(error(
+            response::NO_PERMISSION,
+            format!("sending message to topic[{}] is forbidden", h.topic),
+        ));
+    }
+    if body_len > broker.config.max_message_size {
+        return Err(error(
+            response::MESSAGE_ILLEGAL,
+            format!(
+                "the message body size {body_len} is over the limit {}",
+                broker.config.max_message_size
+            ),
+        ));
+    }
+    let topic_cfg = match broker.topics.get(&h.topic) {
+        Some(t) => t,
+        None => {
+            let created = if h.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
+                let group = &h.topic[reserved::RETRY_GROUP_PREFIX.len()..];
+                broker.groups.get(group).map(|g| {
+                    broker.topics.create_if_missing(
+                        &h.topic,
+                        g.retry_queue_nums,
+                        perm::READ | perm::WRITE,
+                    )
+                })
+            } else {
+                broker.topics.create_on_send(
+                    &h.topic,
+                    if h.default_topic.is_empty() {
+                        reserved::AUTO_CREATE_TOPIC
+                    } else {
+                        &h.default_topic
+                    },
+                    h.default_topic_queue_nums.max(1),
+                    broker.config.auto_create_topic_enable,
+                )
+            };
+            match created {
+                Some(t) => {
+                    broker.register_soon();
+                    t
+                }
+                None => {
+                    return Err(error(
+                        response::TOPIC_NOT_EXIST,
+                        format!("topic[{}] not exist, apply first please!", h.topic),
+                    ));
+                }
+            }
+        }
+    };
+    if !perm::is_writeable(topic_cfg.perm) {
+        return Err(error(
+            response::NO_PERMISSION,
+            format!("the topic[{}] sending message is forbidden", h.topic),
+        ));
+    }
+    let mut queue_id = h.queue_id;
+    if queue_id < 0 {
+        queue_id = rand::rng().random_range(0..topic_cfg.write_queue_nums.max(1));
+    }
+    let limit = topic_cfg.write_queue_nums.max(topic_cfg.read_queue_nums);
+    if queue_id >= limit {
+        return Err(error(
+            response::SYSTEM_ERROR,
+            format!(
+                "request queueId[{queue_id}] is illegal, topic {} has {limit} queues",
+                h.topic
+            ),
+        ));
+    }
+    Ok((topic_cfg, queue_id))
+}
+
+/// Ensures a unique key and adds the cluster name, as the Java broker does.
+fn broker_properties(broker: &Broker, raw: &[u8]) -> Vec<u8> {
+    let mut props = raw.to_vec();
+    if properties::find(raw, property::UNIQ_KEY).is_none() {
+        properties::append(&mut props, property::UNIQ_KEY, &broker.uniq.next_key());
+    }
+    if properties::find(raw, property::CLUSTER).is_none() {
+        properties::append(
+            &mut props,
+            property::CLUSTER,
+            &broker.config.broker_cluster_name,
+        );
+    }
+    props
+}
+
+/// Maps a store result to a send response.
+fn response_for(broker: &Broker, r: &PutMessageResult, queue_id: i32) -> RemotingCommand {
+    let code = match r.status {
+        PutMessageStatus::PutOk => response::SUCCESS,
+        PutMessageStatus::FlushDiskTimeout => response::FLUSH_DISK_TIMEOUT,
+        PutMessageStatus::FlushSlaveTimeout => response::FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus::SlaveNotAvailable => response::SLAVE_NOT_AVAILABLE,
+        PutMessageStatus::ServiceNotAvailable => response::SERVICE_NOT_AVAILABLE,
+        PutMessageStatus::CreateMappedFileFailed => response::SYSTEM_ERROR,
+        PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
+            response::MESSAGE_ILLEGAL
+        }
+        PutMessageStatus::OsPageCacheBusy => response::SYSTEM_BUSY,
+        PutMessageStatus::UnknownError => response::SYSTEM_ERROR,
+    };
+    let Some(a) = r.append.as_ref().filter(|_| r.status.is_stored()) else {
+        broker
+            .stats
+            .put_failures
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let remark = format!("{}: {}", r.status, r.detail.clone().unwrap_or_default());
+        let mut resp = error(code, remark);
+        // Clients read these without a null check even on errors.
+        resp.ext_fields
+            .insert(property::MSG_REGION, &broker.config.region_id);
+        resp.ext_fields.insert(
+            property::TRACE_ON,
+            if broker.config.trace_on {
+                "true"
+            } else {
+                "false"
+            },
+        );
+        return resp;
+    };
+    broker
+        .stats
+        .put_messages
+        .fetch_add(a.msg_count as u64, std::sync::atomic::Ordering::Relaxed);
+    broker
+        .stats
+        .put_bytes
+        .fetch_add(a.wrote_bytes as u64, std::sync::atomic::Ordering::Relaxed);
+    let host = broker.config.broker_addr();
+    let msg_id = a
+        .offsets()
+        .iter()
+        .map(|o| basalt_common::msgid::encode(host, *o))
+        .collect::<Vec<_>>()
+        .join(",");
+    let header = SendMessageResponseHeader {
+        msg_id,
+        queue_id,
+        queue_offset: a.queue_offset,
+        transaction_id: None,
+        batch_uniq_id: None,
+    };
+    let mut ext = header.to_ext();
+    ext.insert(property::MSG_REGION, &broker.config.region_id);
+    ext.insert(
+        property::TRACE_ON,
+        if broker.config.trace_on {
+            "true"
+        } else {
+            "false"
+        },
+    );
+    let mut resp = RemotingCommand::response(code, r.detail.clone()).with_ext(ext);
+    if code != response::SUCCESS {
+        resp.remark = Some(r.status.to_string());
+    }
+    resp
+}
+
+/// Whether the producer asked to wait for durability (`WAIT`, default true).
+fn wait_store_msg_ok(props: &[u8]) -> bool {
+    properties::find(props, property::WAIT)
+        .map(|v| !v.eq_ignore_ascii_case(b"false"))
+        .unwrap_or(true)
+}
+
+/// Handles the send codes.
+pub async fn send(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    req: &RemotingCommand,
+) -> RemotingCommand {
+    let header = match req.code {
+        request::SEND_MESSAGE | request::SEND_REPLY_MESSAGE => {
+            SendMessageRequestHeader::from_ext_v1(&req.ext_fields)
+        }
+        _ => SendMessageRequestHeader::from_ext_v2(&req.ext_fields),
+    };
+    let h = match header {
+        Ok(h) => h,
+        Err(e) => return super::bad_header(e),
+    };
+    let batch = req.code == request::SEND_BATCH_MESSAGE || h.batch.unwrap_or(false);
+    if batch {
+        return send_batch(broker, channel, &h, &req.body).await;
+    }
+    let (topic_cfg, mut queue_id) = match check_send(broker, &h, req.body.len()) {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let raw_props = h.properties.as_deref().unwrap_or("").as_bytes();
+    if properties::find(raw_props, property::TRAN_MSG).map(|v| v.eq_ignore_ascii_case(b"true"))
+        == Some(true)
+    {
+        return error(
+            response::NO_PERMISSION,
+            "transactional messages are not supported by this broker",
+        );
+    }
+    let mut props = broker_properties(broker, raw_props);
+    let mut topic = h.topic.clone();
+    // The queue the send was for, before any DLQ or delay rewrite: it is
+    // what the response names, as in Java.
+    let chosen_queue = queue_id;
+    let reconsume_times = h.reconsume_times.unwrap_or(0);
+
+    // Retries past the limit go to the group's dead-letter queue.
+    if let Some(group) = topic.strip_prefix(reserved::RETRY_GROUP_PREFIX) {
+        let Some(g) = broker.groups.get(group) else {
+            return error(
+                response::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group {group} not exist"),
+            );
+        };
+        let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
+        if reconsume_times >= max {
+            let dlq = basalt_common::topic::dlq_topic(group);
+            broker
+                .topics
+                .create_if_missing(&dlq, 1, perm::READ | perm::WRITE);
+            broker.register_soon();
+            props = properties::without(&props, &[property::DELAY]);
+            topic = dlq;
+            queue_id = 0;
+        }
+    }
+
+    // A delay level sends the message through the schedule topic.
+    let delay_level = properties::find(&props, property::DELAY)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .unwrap_or(0);
+    if delay_level > 0 {
+        let level = delay_level.min(broker.schedule.levels.max_level());
+        props = properties::without(
+            &props,
+            &[property::DELAY, property::REAL_TOPIC, property::REAL_QID],
+        );
+        properties::append(&mut props, property::DELAY, &level.to_string());
+        properties::append(&mut props, property::REAL_TOPIC, &topic);
+        properties::append(&mut props, property::REAL_QID, &queue_id.to_string());
+        topic = reserved::SCHEDULE_TOPIC.to_string();
+        queue_id = level - 1;
+    }
+
+    let mut sys_flag = h.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);
+    if topic_cfg.topic_filter_type == TopicFilterType::MultiTag {
+        sys_flag |= sysflag::MULTI_TAGS;
+    }
+    let draft = RecordDraft {
+        topic: &topic,
+        queue_id,
+        flag: h.flag,
+        sys_flag,
+        born_timestamp: h.born_timestamp,
+        born_host: channel.remote_addr(),
+        store_host: broker.config.broker_addr(),
+        reconsume_times,
+        prepared_transaction_offset: 0,
+        body: &req.body,
+        properties: &props,
+    };
+    let mut r = broker.store.put_message(&draft);
+    broker
+        .store
+        .wait_durable(&mut r, wait_store_msg_ok(&props))
+        .await;
+    response_for(broker, &r, chosen_queue)
+}
+
+async fn send_batch(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    h: &SendMessageRequestHeader,
+    body: &Bytes,
+) -> RemotingCommand {
+    if h.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
+        return error(
+            response::MESSAGE_ILLEGAL,
+            "a batch cannot be sent to a retry topic",
+        );
+    }
+    let entries = match basalt_common::batch::decode(body) {
+        Ok(e) if !e.is_empty() => e,
+        Ok(_) => return error(response::MESSAGE_ILLEGAL, "empty batch"),
+        Err(e) => return error(response::MESSAGE_ILLEGAL, format!("bad batch body: {e}")),
+    };
+    let largest = entries.iter().map(|e| e.body.len()).max().unwrap_or(0);
+    let (topic_cfg, queue_id) = match check_send(broker, h, largest) {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let batch_props = h.properties.as_deref().unwrap_or("").as_bytes();
+    let wait = wait_store_msg_ok(batch_props);
+    let props: Vec<Vec<u8>> = entries
+        .iter()
+        .map(|e| broker_properties(broker, &e.properties))
+        .collect();
+    if props
+        .iter()
+        .any(|p| properties::find(p, property::DELAY).is_some_and(|d| d != b"0"))
+    {
+        return error(
+            response::MESSAGE_ILLEGAL,
+            "a batch cannot carry a delay level",
+        );
+    }
+    let mut sys_flag = h.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);
+    if topic_cfg.topic_filter_type == TopicFilterType::MultiTag {
+        sys_flag |= sysflag::MULTI_TAGS;
+    }
+    let born_host = channel.remote_addr();
+    let store_host = broker.config.broker_addr();
+    let drafts: Vec<RecordDraft<'_>> = entries
+        .iter()
+        .zip(&props)
+        .map(|(e, p)| RecordDraft {
+            topic: &h.topic,
+            queue_id,
+            flag: e.flag,
+            sys_flag,
+            born_timestamp: h.born_timestamp,
+            born_host,
+            store_host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: &e.body,
+            properties: p,
+        })
+        .collect();
+    let mut r = broker.store.put_messages(&drafts);
+    drop(drafts);
+    broker.store.wait_durable(&mut r, wait).await;
+    response_for(broker, &r, queue_id)
+}
+
+/// CONSUMER_SEND_MSG_BACK: a consumer failed a message; store a copy for a
+/// later retry (through the delay levels) or, past the limit, in the DLQ.
+pub async fn send_back(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    req: &RemotingCommand,
+) -> RemotingCommand {
+    let h = match ConsumerSendMsgBackRequestHeader::from_ext(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return super::bad_header(e),
+    };
+    if broker.is_slave() {
+        return error(
+            response::SERVICE_NOT_AVAILABLE,
+            "a slave does not take retries",
+        );
+    }
+    let Some(g) = broker
+        .groups
+        .get_or_create(&h.group, broker.config.auto_create_subscription_group)
+    else {
+        return error(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group not exist, {}", h.group),
+        );
+    };
+    let Some(rec) = broker.store.look_message_by_offset(h.offset) else {
+        return error(
+            response::SYSTEM_ERROR,
+            format!("look message by offset failed, {}", h.offset),
+        );
+    };
+    let v = match RecordView::parse(&rec, false) {
+        Ok(v) => v,
+        Err(e) => {
+            return error(
+                response::SYSTEM_ERROR,
+                format!("stored message unreadable: {e}"),
+            );
+        }
+    };
+    let orig_topic = v.topic_str().into_owned();
+    let mut props = properties::without(v.properties, &[property::CRC32, property::DELAY]);
+    if properties::find(&props, property::RETRY_TOPIC).is_none() {
+        properties::append(&mut props, property::RETRY_TOPIC, &orig_topic);
+    }
+    if properties::find(&props, property::ORIGIN_MESSAGE_ID).is_none() {
+        let origin = h
+            .origin_msg_id
+            .clone()
+            .or_else(|| {
+                properties::find(v.properties, property::UNIQ_KEY)
+                    .map(|u| String::from_utf8_lossy(u).into_owned())
+            })
+            .unwrap_or_else(|| basalt_common::msgid::encode(v.store_host, v.physical_offset));
+        properties::append(&mut props, property::ORIGIN_MESSAGE_ID, &origin);
+    }
+    let reconsume = v.reconsume_times;
+    let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
+    let (topic, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
+        let dlq = basalt_common::topic::dlq_topic(&h.group);
+        broker
+            .topics
+            .create_if_missing(&dlq, 1, perm::READ | perm::WRITE);
+        broker.register_soon();
+        (dlq, 0, 0)
+    } else {
+        let retry = basalt_common::topic::retry_topic(&h.group);
+        let t = broker.topics.create_if_missing(
+            &retry,
+            g.retry_queue_nums.max(1),
+            perm::READ | perm::WRITE,
+        );
+        let qid = rand::rng().random_range(0..t.write_queue_nums.max(1));
+        let level = if h.delay_level == 0 {
+            3 + reconsume
+        } else {
+            h.delay_level
+        };
+        (retry, qid, level.min(broker.schedule.levels.max_level()))
+    };
+    let (store_topic, store_qid) = if delay > 0 {
+        properties::append(&mut props, property::DELAY, &delay.to_string());
+        properties::append(&mut props, property::REAL_TOPIC, &topic);
+        properties::append(&mut props, property::REAL_QID, &queue_id.to_string());
+        (reserved::SCHEDULE_TOPIC.to_string(), delay - 1)
+    } else {
+        (topic, queue_id)
+    };
+    let _ = channel;
+    let draft = RecordDraft {
+        topic: &store_topic,
+        queue_id: store_qid,
+        flag: v.flag,
+        sys_flag: v.sys_flag,
+        born_timestamp: v.born_timestamp,
+        born_host: v.born_host,
+        store_host: broker.config.broker_addr(),
+        reconsume_times: reconsume + 1,
+        prepared_transaction_offset: 0,
+        body: v.body,
+        properties: &props,
+    };
+    let mut r = broker.store.put_message(&draft);
+    broker.store.wait_durable(&mut r, true).await;
+    if r.status.is_stored() {
+        RemotingCommand::response(response::SUCCESS, None)
+    } else {
+        error(
+            response::SYSTEM_ERROR,
+            format!("{}: {}", r.status, r.detail.unwrap_or_default()),
+        )
+    }
+}

@@ -1,0 +1,124 @@
+//! The Basalt NameServer: brokers register their topics here, clients look
+//! up routes (spec §2.10).
+//!
+//! * [`RouteInfoManager`] — the route tables as pure logic (time is passed in);
+//! * [`NamesrvProcessor`] — the request handlers over the remoting protocol;
+//! * [`NameServer`] — a server plus the timer that expires silent brokers,
+//!   embeddable in another process or run alone.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use basalt_remoting::{RemotingServer, ServerHandle};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub mod processor;
+pub mod route_info;
+
+pub use processor::NamesrvProcessor;
+pub use route_info::{
+    BrokerAddrKey, BrokerRegistration, DEFAULT_BROKER_EXPIRY_MS, RegisterBrokerResult,
+    RouteInfoManager,
+};
+
+/// NameServer settings.
+#[derive(Debug, Clone)]
+pub struct NamesrvConfig {
+    /// Where to listen (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// A broker not heard from for this long is removed (unless it asked
+    /// for its own timeout when registering).
+    pub broker_expiry: Duration,
+    /// How often silent brokers are looked for.
+    pub scan_interval: Duration,
+}
+
+impl Default for NamesrvConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([0, 0, 0, 0], 9876)),
+            broker_expiry: Duration::from_millis(DEFAULT_BROKER_EXPIRY_MS as u64),
+            scan_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Errors starting the NameServer.
+#[derive(Debug, thiserror::Error)]
+pub enum NamesrvError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Entry point.
+pub struct NameServer;
+
+impl NameServer {
+    /// Binds the listener and starts the expiry timer. Must run inside a
+    /// tokio runtime.
+    pub async fn start(config: NamesrvConfig) -> Result<NameServerHandle, NamesrvError> {
+        let expiry_ms = config.broker_expiry.as_millis().min(i64::MAX as u128) as i64;
+        let processor = Arc::new(NamesrvProcessor::new(RouteInfoManager::new(expiry_ms)));
+        let server = RemotingServer::bind(config.listen, processor.clone())
+            .await
+            .map_err(|source| NamesrvError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        let (stop_tx, mut stop_rx) = watch::channel(false);
+        let p = processor.clone();
+        let period = config.scan_interval.max(Duration::from_millis(10));
+        let scanner = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        p.scan_expired(basalt_common::time::now_millis());
+                    }
+                    _ = stop_rx.wait_for(|s| *s) => break,
+                }
+            }
+        });
+        tracing::info!(addr = %server.local_addr(), "name server started");
+        Ok(NameServerHandle {
+            server,
+            processor,
+            stop_tx,
+            scanner,
+        })
+    }
+}
+
+/// A running NameServer.
+pub struct NameServerHandle {
+    server: ServerHandle,
+    processor: Arc<NamesrvProcessor>,
+    stop_tx: watch::Sender<bool>,
+    scanner: JoinHandle<()>,
+}
+
+impl NameServerHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The processor and its route tables.
+    pub fn processor(&self) -> &Arc<NamesrvProcessor> {
+        &self.processor
+    }
+
+    /// Stops the timer and the server, closing every connection.
+    pub async fn shutdown(self) {
+        self.stop_tx.send_replace(true);
+        let _ = self.scanner.await;
+        self.server.shutdown().await;
+        tracing::info!("name server stopped");
+    }
+}

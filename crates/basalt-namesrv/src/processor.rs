@@ -1,0 +1,225 @@
+//! [`NamesrvProcessor`]: the NameServer's request handling (spec §2.10).
+
+use std::collections::HashMap;
+
+use basalt_common::crc::masked_crc32;
+use basalt_common::time::now_millis;
+use basalt_remoting::code::{request, response};
+use basalt_remoting::header::{
+    CommandHeader, DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+};
+use basalt_remoting::protocol::{RegisterBrokerBody, TopicRouteData};
+use basalt_remoting::{Channel, HeaderError, RemotingCommand, RequestProcessor};
+use parking_lot::{Mutex, RwLock};
+
+use crate::route_info::{BrokerAddrKey, BrokerRegistration, RouteInfoManager};
+
+/// Handles NameServer requests against a shared [`RouteInfoManager`].
+///
+/// Also remembers which brokers registered over which connection, so a
+/// broker whose connection closes is dropped at once (as Java's
+/// `BrokerHousekeepingService` does) instead of after its timeout.
+pub struct NamesrvProcessor {
+    routes: RwLock<RouteInfoManager>,
+    /// The connection each broker last registered over.
+    broker_channels: Mutex<HashMap<BrokerAddrKey, u64>>,
+}
+
+impl NamesrvProcessor {
+    pub fn new(routes: RouteInfoManager) -> Self {
+        Self {
+            routes: RwLock::new(routes),
+            broker_channels: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The route tables (read access for embedding and tests).
+    pub fn routes(&self) -> &RwLock<RouteInfoManager> {
+        &self.routes
+    }
+
+    /// Expires silent brokers; called by the NameServer's timer.
+    pub fn scan_expired(&self, now_ms: i64) -> Vec<BrokerAddrKey> {
+        self.routes.write().scan_expired(now_ms)
+    }
+
+    /// Handles one request synchronously (nothing here waits).
+    pub fn handle(&self, channel: Option<&Channel>, req: &RemotingCommand) -> RemotingCommand {
+        let result = match req.code {
+            request::REGISTER_BROKER => self.register_broker(channel, req),
+            request::UNREGISTER_BROKER => self.unregister_broker(req),
+            request::GET_ROUTEINFO_BY_TOPIC => self.route_info(req),
+            request::GET_BROKER_CLUSTER_INFO => {
+                Ok(success(req).with_body(self.routes.read().cluster_info().encode()))
+            }
+            request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => {
+                let list = self.routes.read().all_topics();
+                Ok(success(req).with_body(json(&list)))
+            }
+            request::GET_TOPICS_BY_CLUSTER => {
+                GetTopicsByClusterRequestHeader::from_ext(&req.ext_fields).map(|h| {
+                    let list = self.routes.read().topics_by_cluster(&h.cluster);
+                    success(req).with_body(json(&list))
+                })
+            }
+            request::DELETE_TOPIC_IN_NAMESRV => {
+                DeleteTopicFromNamesrvRequestHeader::from_ext(&req.ext_fields).map(|h| {
+                    self.routes
+                        .write()
+                        .delete_topic(&h.topic, h.cluster_name.as_deref());
+                    success(req)
+                })
+            }
+            request::GET_KV_CONFIG => {
+                // No KV store: every lookup misses, as on a fresh Java NameServer.
+                let ns = req.ext_fields.get("namespace").unwrap_or("");
+                let key = req.ext_fields.get("key").unwrap_or("");
+                Ok(error(
+                    req,
+                    response::QUERY_NOT_FOUND,
+                    format!("No config item, Namespace: {ns} Key: {key}"),
+                ))
+            }
+            _ => Ok(RemotingCommand::not_supported(req)),
+        };
+        result.unwrap_or_else(|e: HeaderError| error(req, response::SYSTEM_ERROR, e.to_string()))
+    }
+
+    fn register_broker(
+        &self,
+        channel: Option<&Channel>,
+        req: &RemotingCommand,
+    ) -> Result<RemotingCommand, HeaderError> {
+        let h = RegisterBrokerRequestHeader::from_ext(&req.ext_fields)?;
+        let crc = h.body_crc32.unwrap_or(0);
+        if crc != 0 && crc as u32 != masked_crc32(&req.body) {
+            tracing::warn!(broker = %h.broker_addr, "register body CRC mismatch");
+            return Ok(error(req, response::SYSTEM_ERROR, "crc32 not match".into()));
+        }
+        let wrapper = if req.body.is_empty() {
+            None
+        } else {
+            match RegisterBrokerBody::decode(&req.body, h.compressed.unwrap_or(false), req.version)
+            {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    tracing::warn!(broker = %h.broker_addr, error = %e, "bad register body");
+                    return Ok(error(
+                        req,
+                        response::SYSTEM_ERROR,
+                        format!("cannot decode the register body: {e}"),
+                    ));
+                }
+            }
+        };
+        let (topic_config_wrapper, filter_server_list) = match wrapper {
+            Some(b) => (Some(b.topic_config_serialize_wrapper), b.filter_server_list),
+            None => (None, Vec::new()),
+        };
+        let key = BrokerAddrKey {
+            cluster_name: h.cluster_name.clone(),
+            broker_addr: h.broker_addr.clone(),
+        };
+        let result = self.routes.write().register_broker(
+            BrokerRegistration {
+                cluster_name: h.cluster_name,
+                broker_addr: h.broker_addr,
+                broker_name: h.broker_name,
+                broker_id: h.broker_id,
+                ha_server_addr: h.ha_server_addr,
+                heartbeat_timeout_ms: h.heartbeat_timeout_millis,
+                enable_acting_master: h.enable_acting_master.unwrap_or(false),
+                zone_name: req.ext_fields.get("__ZONE_NAME").map(str::to_string),
+                topic_config_wrapper,
+                filter_server_list,
+            },
+            now_millis(),
+        );
+        if let Some(ch) = channel {
+            self.broker_channels.lock().insert(key, ch.id());
+        }
+        let header = RegisterBrokerResponseHeader {
+            ha_server_addr: result.ha_server_addr,
+            master_addr: result.master_addr,
+        };
+        Ok(success(req).with_ext(header.to_ext()))
+    }
+
+    fn unregister_broker(&self, req: &RemotingCommand) -> Result<RemotingCommand, HeaderError> {
+        let h = UnregisterBrokerRequestHeader::from_ext(&req.ext_fields)?;
+        self.routes.write().unregister_broker(
+            &h.cluster_name,
+            &h.broker_addr,
+            &h.broker_name,
+            h.broker_id,
+        );
+        tracing::info!(broker = %h.broker_addr, name = %h.broker_name, "broker unregistered");
+        Ok(success(req))
+    }
+
+    fn route_info(&self, req: &RemotingCommand) -> Result<RemotingCommand, HeaderError> {
+        let h = GetRouteInfoRequestHeader::from_ext(&req.ext_fields)?;
+        let route = self.routes.read().topic_route(&h.topic);
+        Ok(match route {
+            Some(route) => {
+                let bare = TopicRouteData::bare_keys_for(
+                    req.version,
+                    h.accept_standard_json_only.unwrap_or(false),
+                );
+                success(req).with_body(route.encode(bare))
+            }
+            None => error(
+                req,
+                response::TOPIC_NOT_EXIST,
+                format!(
+                    "No topic route info in name server for the topic: {}",
+                    h.topic
+                ),
+            ),
+        })
+    }
+}
+
+impl RequestProcessor for NamesrvProcessor {
+    async fn process(&self, channel: &Channel, req: RemotingCommand) -> Option<RemotingCommand> {
+        Some(self.handle(Some(channel), &req))
+    }
+
+    fn on_channel_closed(&self, channel: &Channel) {
+        // Only brokers whose latest registration came over this connection:
+        // one that has already re-registered elsewhere stays.
+        let mut keys = Vec::new();
+        self.broker_channels.lock().retain(|key, id| {
+            if *id == channel.id() {
+                keys.push(key.clone());
+                false
+            } else {
+                true
+            }
+        });
+        if keys.is_empty() {
+            return;
+        }
+        let mut routes = self.routes.write();
+        for key in keys {
+            tracing::info!(broker = %key.broker_addr, "broker connection closed; removing its routes");
+            routes.remove_broker(&key);
+        }
+    }
+}
+
+fn success(req: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(req)
+}
+
+fn error(req: &RemotingCommand, code: i32, remark: String) -> RemotingCommand {
+    let mut resp = RemotingCommand::response(code, Some(remark));
+    resp.opaque = req.opaque;
+    resp
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}

@@ -1,0 +1,171 @@
+//! Client-facing bodies: heartbeat (spec §2.5), consumer list, queue locks (§2.8).
+
+use serde::{Deserialize, Serialize};
+
+use super::java_enum;
+use super::lenient;
+
+java_enum! {
+    /// `ConsumeType`.
+    pub enum ConsumeType {
+        /// Pull / lite-pull consumers.
+        ConsumeActively = "CONSUME_ACTIVELY",
+        /// Push consumers.
+        #[default]
+        ConsumePassively = "CONSUME_PASSIVELY",
+        ConsumePop = "CONSUME_POP",
+    }
+}
+
+java_enum! {
+    /// `MessageModel`.
+    pub enum MessageModel {
+        Broadcasting = "BROADCASTING",
+        #[default]
+        Clustering = "CLUSTERING",
+    }
+}
+
+java_enum! {
+    /// `ConsumeFromWhere`.
+    pub enum ConsumeFromWhere {
+        #[default]
+        ConsumeFromLastOffset = "CONSUME_FROM_LAST_OFFSET",
+        ConsumeFromLastOffsetAndFromMinWhenBootFirst = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+        ConsumeFromMinOffset = "CONSUME_FROM_MIN_OFFSET",
+        ConsumeFromMaxOffset = "CONSUME_FROM_MAX_OFFSET",
+        ConsumeFromFirstOffset = "CONSUME_FROM_FIRST_OFFSET",
+        ConsumeFromTimestamp = "CONSUME_FROM_TIMESTAMP",
+    }
+}
+
+/// One topic subscription of a consumer group (`SubscriptionData`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionData {
+    #[serde(default, deserialize_with = "lenient::bool")]
+    pub class_filter_mode: bool,
+    /// Java `String.hashCode` of each tag.
+    #[serde(default, deserialize_with = "lenient::null_default")]
+    pub code_set: Vec<i32>,
+    /// "TAG" or "SQL92".
+    #[serde(default = "tag", deserialize_with = "expression_type")]
+    pub expression_type: String,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub sub_string: String,
+    #[serde(default, deserialize_with = "lenient::i64")]
+    pub sub_version: i64,
+    #[serde(default, deserialize_with = "lenient::null_default")]
+    pub tags_set: Vec<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub topic: String,
+}
+
+fn tag() -> String {
+    "TAG".into()
+}
+
+fn expression_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_else(tag))
+}
+
+/// One consumer group a client runs (`ConsumerData`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerData {
+    #[serde(default)]
+    pub consume_from_where: ConsumeFromWhere,
+    #[serde(default)]
+    pub consume_type: ConsumeType,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub group_name: String,
+    #[serde(default)]
+    pub message_model: MessageModel,
+    #[serde(default, deserialize_with = "lenient::null_default")]
+    pub subscription_data_set: Vec<SubscriptionData>,
+    #[serde(default, deserialize_with = "lenient::bool")]
+    pub unit_mode: bool,
+}
+
+/// One producer group a client runs (`ProducerData`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerData {
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub group_name: String,
+}
+
+/// HEART_BEAT's body (`HeartbeatData`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatData {
+    #[serde(rename = "clientID", default, deserialize_with = "lenient::string")]
+    pub client_id: String,
+    #[serde(default, deserialize_with = "lenient::null_default")]
+    pub consumer_data_set: Vec<ConsumerData>,
+    /// 5.x heartbeat V2; absent from 4.x clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_fingerprint: Option<i32>,
+    #[serde(default, deserialize_with = "lenient::null_default")]
+    pub producer_data_set: Vec<ProducerData>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_sub: Option<bool>,
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP's response body.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerListBody {
+    #[serde(default, deserialize_with = "lenient::null_default")]
+    pub consumer_id_list: Vec<String>,
+}
+
+/// One queue of a topic on one broker group (`MessageQueue`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageQueue {
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub broker_name: String,
+    #[serde(default, deserialize_with = "lenient::i32")]
+    pub queue_id: i32,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub topic: String,
+}
+
+impl MessageQueue {
+    pub fn new(topic: impl Into<String>, broker_name: impl Into<String>, queue_id: i32) -> Self {
+        Self {
+            broker_name: broker_name.into(),
+            queue_id,
+            topic: topic.into(),
+        }
+    }
+}
+
+/// LOCK_BATCH_MQ's request body (`LockBatchRequestBody`); UNLOCK_BATCH_MQ's
+/// body has the same shape.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockBatchRequestBody {
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub client_id: String,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub consumer_group: String,
+    #[serde(default, deserialize_with = "lenient::null_default")]
+    pub mq_set: Vec<MessageQueue>,
+    #[serde(default, deserialize_with = "lenient::bool")]
+    pub only_this_broker: bool,
+}
+
+pub type UnlockBatchRequestBody = LockBatchRequestBody;
+
+/// LOCK_BATCH_MQ's response body: the queues now locked by the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LockBatchResponseBody {
+    #[serde(
+        rename = "lockOKMQSet",
+        default,
+        deserialize_with = "lenient::null_default"
+    )]
+    pub lock_ok_mq_set: Vec<MessageQueue>,
+}

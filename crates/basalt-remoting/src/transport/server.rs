@@ -1,0 +1,135 @@
+//! [`RemotingServer`]: accepts connections and serves them with a processor.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::connection::spawn_connection;
+use super::{Channel, RequestProcessor, ServerConfig};
+
+/// How long `shutdown` waits for connections to flush before aborting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Entry point: binds a listener and serves every connection with one processor.
+pub struct RemotingServer;
+
+impl RemotingServer {
+    /// Binds `addr` (port 0 picks a free port) with default limits.
+    pub async fn bind<P: RequestProcessor>(
+        addr: impl ToSocketAddrs,
+        processor: Arc<P>,
+    ) -> io::Result<ServerHandle> {
+        Self::bind_with_config(addr, processor, ServerConfig::default()).await
+    }
+
+    pub async fn bind_with_config<P: RequestProcessor>(
+        addr: impl ToSocketAddrs,
+        processor: Arc<P>,
+        config: ServerConfig,
+    ) -> io::Result<ServerHandle> {
+        let listener = TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let channels: Arc<Mutex<HashMap<u64, Channel>>> = Arc::default();
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            processor,
+            config,
+            shutdown_rx,
+            channels.clone(),
+        ));
+        tracing::info!(%local_addr, "remoting server listening");
+        Ok(ServerHandle {
+            local_addr,
+            shutdown_tx,
+            accept: Some(accept),
+            channels,
+        })
+    }
+}
+
+/// A running server. Dropping it without [`ServerHandle::shutdown`] leaves the
+/// server running until the runtime stops.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    shutdown_tx: watch::Sender<bool>,
+    accept: Option<JoinHandle<()>>,
+    channels: Arc<Mutex<HashMap<u64, Channel>>>,
+}
+
+impl ServerHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The open connections.
+    pub fn channels(&self) -> Vec<Channel> {
+        self.channels.lock().values().cloned().collect()
+    }
+
+    /// Stops accepting, closes every connection (each sends what it has
+    /// queued) and waits for their tasks, aborting those still writing after
+    /// a grace period.
+    pub async fn shutdown(mut self) {
+        self.shutdown_tx.send_replace(true);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.await;
+        }
+    }
+}
+
+async fn accept_loop<P: RequestProcessor>(
+    listener: TcpListener,
+    processor: Arc<P>,
+    config: ServerConfig,
+    mut shutdown: watch::Receiver<bool>,
+    channels: Arc<Mutex<HashMap<u64, Channel>>>,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = super::signalled(&mut shutdown) => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    match spawn_connection(stream, peer.to_string(), processor.clone(), &config.connection) {
+                        Ok((channel, handle)) => {
+                            let id = channel.id();
+                            channels.lock().insert(id, channel);
+                            let registry = channels.clone();
+                            conns.spawn(async move {
+                                let _ = handle.await;
+                                registry.lock().remove(&id);
+                            });
+                            tracing::debug!(%peer, id, "connection accepted");
+                        }
+                        Err(e) => tracing::warn!(%peer, error = %e, "cannot set up connection"),
+                    }
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off briefly
+                    // instead of spinning on the error.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    let open: Vec<Channel> = channels.lock().values().cloned().collect();
+    for ch in open {
+        ch.close();
+    }
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+        tracing::warn!("connections still writing after the grace period; aborting them");
+        conns.abort_all();
+    }
+}

@@ -1,0 +1,235 @@
+//! Store benchmarks (criterion). Figures and the machine go to
+//! docs/benchmarks.md; nothing here asserts a timing.
+//!
+//! * `append_async/raw_mmap_1k` vs `append_async/commitlog_1k`: appending 1 KiB
+//!   messages under ASYNC_FLUSH against plain 1 KiB memcpys into a fresh
+//!   memory-mapped file (the disk's mmap write bandwidth), same run.
+//! * `sync_flush/fsync_per_message_1k` vs `sync_flush/group_commit_64_writers_1k`:
+//!   one write+fdatasync per message against 64 writers sharing group commits.
+//! * `recovery/abnormal_scan_crc`: abnormal recovery (CRC-checked scan and
+//!   re-dispatch into fresh ConsumeQueues) of ~512 MiB of 1 KiB messages.
+//!
+//! Run: `cargo bench -p basalt-store --bench store` (set BASALT_BENCH_DIR to
+//! put the data on another disk).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use basalt_common::config::FlushDiskType;
+use basalt_common::properties::Properties;
+use basalt_common::record::RecordDraft;
+use basalt_store::{MessageStore, PutMessageStatus, StoreConfig};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+const BODY: usize = 1024;
+
+fn bench_dir() -> tempfile::TempDir {
+    match std::env::var("BASALT_BENCH_DIR") {
+        Ok(d) => tempfile::tempdir_in(d).unwrap(),
+        Err(_) => tempfile::tempdir().unwrap(),
+    }
+}
+
+fn props() -> Vec<u8> {
+    let mut p = Properties::new();
+    p.set("TAGS", "TagA");
+    p.set("KEYS", "order-1");
+    p.set("UNIQ_KEY", "7F0000011B3C18B4AAC2000000000000");
+    p.encode()
+}
+
+fn draft<'a>(body: &'a [u8], props: &'a [u8], queue_id: i32) -> RecordDraft<'a> {
+    RecordDraft {
+        topic: "BenchTopic",
+        queue_id,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        born_host: "127.0.0.1:50000".parse().unwrap(),
+        store_host: "127.0.0.1:10911".parse().unwrap(),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+        body,
+        properties: props,
+    }
+}
+
+fn append_async(c: &mut Criterion) {
+    let mut g = c.benchmark_group("append_async");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    let body = vec![b'x'; BODY];
+    let props = props();
+    let record_len = {
+        let mut v = Vec::new();
+        draft(&body, &props, 0)
+            .encode_with_crc_trailer(&mut v)
+            .unwrap()
+    };
+    g.throughput(Throughput::Bytes(record_len as u64));
+
+    // Raw: memcpy record-sized chunks into fresh 1 GiB mapped files.
+    g.bench_function("raw_mmap_1k", |b| {
+        b.iter_custom(|iters| {
+            let dir = bench_dir();
+            let file_size = 1usize << 30;
+            let chunk = vec![7u8; record_len];
+            let mut files = Vec::new();
+            let mut map: Option<memmap2::MmapMut> = None;
+            let mut pos = file_size;
+            let start = Instant::now();
+            for i in 0..iters {
+                if pos + record_len > file_size {
+                    let p = dir.path().join(format!("{i:020}"));
+                    let f = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .open(&p)
+                        .unwrap();
+                    f.set_len(file_size as u64).unwrap();
+                    let m = unsafe { memmap2::MmapMut::map_mut(&f).unwrap() };
+                    if let Some(old) = map.replace(m) {
+                        files.push(old);
+                    }
+                    pos = 0;
+                }
+                map.as_mut().unwrap()[pos..pos + record_len].copy_from_slice(&chunk);
+                pos += record_len;
+            }
+            start.elapsed()
+        })
+    });
+
+    g.bench_function("commitlog_1k", |b| {
+        b.iter_custom(|iters| {
+            let dir = bench_dir();
+            let mut cfg = StoreConfig::new(dir.path());
+            cfg.flush_disk_type = FlushDiskType::AsyncFlush;
+            let store = MessageStore::open(cfg).unwrap();
+            let start = Instant::now();
+            for i in 0..iters {
+                let r = store.put_message(&draft(&body, &props, (i % 8) as i32));
+                assert_eq!(r.status, PutMessageStatus::PutOk);
+            }
+            let t = start.elapsed();
+            store.shutdown();
+            t
+        })
+    });
+    g.finish();
+}
+
+fn sync_flush(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sync_flush");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.throughput(Throughput::Elements(1));
+    let body = vec![b'x'; BODY];
+    let props = props();
+
+    // Baseline: every message is its own write + fdatasync.
+    g.bench_function("fsync_per_message_1k", |b| {
+        b.iter_custom(|iters| {
+            let dir = bench_dir();
+            let p: PathBuf = dir.path().join("log");
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&p)
+                .unwrap();
+            let start = Instant::now();
+            for _ in 0..iters {
+                f.write_all(&body).unwrap();
+                f.sync_data().unwrap();
+            }
+            start.elapsed()
+        })
+    });
+
+    g.bench_function("group_commit_64_writers_1k", |b| {
+        b.iter_custom(|iters| {
+            let dir = bench_dir();
+            let mut cfg = StoreConfig::new(dir.path());
+            cfg.flush_disk_type = FlushDiskType::SyncFlush;
+            let store = MessageStore::open(cfg).unwrap();
+            let writers = 64u64;
+            let per = iters.div_ceil(writers);
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                for w in 0..writers {
+                    let store = &store;
+                    let (body, props) = (&body, &props);
+                    s.spawn(move || {
+                        for _ in 0..per {
+                            let mut r = store.put_message(&draft(body, props, (w % 8) as i32));
+                            store.wait_durable_blocking(&mut r, true);
+                            assert_eq!(r.status, PutMessageStatus::PutOk);
+                        }
+                    });
+                }
+            });
+            let t = start.elapsed();
+            store.shutdown();
+            // Scale to exactly `iters` messages.
+            t.mul_f64(iters as f64 / (per * writers) as f64)
+        })
+    });
+    g.finish();
+}
+
+fn recovery(c: &mut Criterion) {
+    let mut g = c.benchmark_group("recovery");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    let dir = bench_dir();
+    let body = vec![b'x'; BODY];
+    let props = props();
+    let target: u64 = std::env::var("BASALT_BENCH_RECOVERY_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512)
+        << 20;
+    let bytes = {
+        let store = MessageStore::open(StoreConfig::new(dir.path())).unwrap();
+        let mut i = 0u64;
+        while store.commit_log().max_offset() < target as i64 {
+            store.put_message(&draft(&body, &props, (i % 16) as i32));
+            i += 1;
+        }
+        let n = store.commit_log().max_offset();
+        store.shutdown();
+        n as u64
+    };
+    g.throughput(Throughput::Bytes(bytes));
+    g.bench_function("abnormal_scan_crc", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                // As after a crash, with the ConsumeQueues and index lost:
+                // everything is scanned, checked and re-dispatched.
+                let _ = std::fs::remove_dir_all(dir.path().join("consumequeue"));
+                let _ = std::fs::remove_dir_all(dir.path().join("index"));
+                let _ = std::fs::remove_file(dir.path().join("checkpoint"));
+                std::fs::File::create(dir.path().join("abort"))
+                    .unwrap()
+                    .write_all(b"1")
+                    .unwrap();
+                let start = Instant::now();
+                let store = MessageStore::open(StoreConfig::new(dir.path())).unwrap();
+                total += start.elapsed();
+                assert!(store.recovery_report().abnormal);
+                assert_eq!(
+                    store.recovery_report().scan_from,
+                    0,
+                    "no checkpoint: scan from the start"
+                );
+                store.shutdown();
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, append_async, sync_flush, recovery);
+criterion_main!(benches);

@@ -1,0 +1,423 @@
+//! Offline tools for operators: `basalt store check` validates every record
+//! and ConsumeQueue unit of a store directory; `basalt store dump` lists
+//! records. Both map files read-only and take no lock, so they can look at a
+//! store a broker is using (its newest bytes may then be in flux).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use basalt_common::record::{RecordHead, RecordView};
+use memmap2::Mmap;
+
+use crate::consume_queue::{CqUnit, UNIT_SIZE};
+use crate::error::{Result, StoreError};
+use crate::mapped_file::parse_file_name;
+use crate::recovery::{ScanStop, find_valid_record_in, scan_file, valid_record_at};
+
+/// One CommitLog file mapped read-only.
+struct LogFile {
+    path: PathBuf,
+    start: i64,
+    map: Mmap,
+}
+
+/// The CommitLog files of a store, read-only.
+struct ReadOnlyLog {
+    files: Vec<LogFile>,
+    file_size: usize,
+}
+
+impl ReadOnlyLog {
+    fn open(dir: &Path, file_size: Option<usize>) -> Result<ReadOnlyLog> {
+        let mut files = Vec::new();
+        if dir.is_dir() {
+            for e in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
+                let e = e.map_err(|e| StoreError::io(dir, e))?;
+                let Some(start) = e.file_name().to_str().and_then(parse_file_name) else {
+                    continue;
+                };
+                let f =
+                    std::fs::File::open(e.path()).map_err(|err| StoreError::io(e.path(), err))?;
+                // SAFETY: read-only mapping; a concurrent writer only appends
+                // past what we read or writes bytes we re-validate.
+                let map = unsafe { Mmap::map(&f) }.map_err(|err| StoreError::io(e.path(), err))?;
+                files.push(LogFile {
+                    path: e.path(),
+                    start,
+                    map,
+                });
+            }
+        }
+        files.sort_by_key(|f| f.start);
+        let file_size = file_size
+            .or_else(|| files.iter().map(|f| f.map.len()).max())
+            .unwrap_or(0);
+        Ok(ReadOnlyLog { files, file_size })
+    }
+
+    fn record_at(&self, offset: i64) -> Option<RecordView<'_>> {
+        if self.file_size == 0 {
+            return None;
+        }
+        let f = self
+            .files
+            .iter()
+            .find(|f| f.start <= offset && offset < f.start + f.map.len() as i64)?;
+        RecordView::parse(&f.map[(offset - f.start) as usize..], true).ok()
+    }
+}
+
+/// Figures of one topic.
+#[derive(Debug, Clone, Default)]
+pub struct TopicSummary {
+    pub records: u64,
+    pub bytes: u64,
+    pub queues: BTreeSet<i32>,
+}
+
+/// What `check` found.
+#[derive(Debug, Clone, Default)]
+pub struct CheckReport {
+    pub root: PathBuf,
+    pub commit_log_files: usize,
+    pub file_size: usize,
+    pub min_offset: i64,
+    /// End of the valid log.
+    pub end_offset: i64,
+    pub records: u64,
+    pub bytes: u64,
+    pub topics: BTreeMap<String, TopicSummary>,
+    /// First place where the log stops being valid, with the reason, when
+    /// that is not just the never-written zero tail.
+    pub first_bad: Option<(i64, PathBuf, String)>,
+    /// A valid record found after the first bad one: damage in the middle.
+    pub valid_after_bad: Option<i64>,
+    /// Files whose start does not follow the previous file.
+    pub layout_errors: Vec<String>,
+    pub consume_queues: usize,
+    pub consume_queue_units: u64,
+    /// Units that do not match the record they point at (first 20 shown).
+    pub consume_queue_errors: Vec<String>,
+    pub consume_queue_error_count: u64,
+}
+
+impl CheckReport {
+    /// No corruption anywhere (a torn tail counts as corruption here: the
+    /// broker would cut it on start).
+    pub fn is_ok(&self) -> bool {
+        self.first_bad.is_none()
+            && self.layout_errors.is_empty()
+            && self.consume_queue_error_count == 0
+    }
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "store       {}", self.root.display())?;
+        writeln!(
+            f,
+            "commitlog   {} files of {} bytes, offsets {}..{}",
+            self.commit_log_files, self.file_size, self.min_offset, self.end_offset
+        )?;
+        writeln!(f, "records     {} ({} bytes)", self.records, self.bytes)?;
+        writeln!(f, "topics      {}", self.topics.len())?;
+        for (name, t) in &self.topics {
+            writeln!(
+                f,
+                "  {name:<40} {:>10} records {:>12} bytes  queues {:?}",
+                t.records, t.bytes, t.queues
+            )?;
+        }
+        writeln!(
+            f,
+            "consumequeue {} queues, {} units, {} mismatches",
+            self.consume_queues, self.consume_queue_units, self.consume_queue_error_count
+        )?;
+        for e in &self.consume_queue_errors {
+            writeln!(f, "  {e}")?;
+        }
+        for e in &self.layout_errors {
+            writeln!(f, "layout error: {e}")?;
+        }
+        match &self.first_bad {
+            None => writeln!(f, "first bad   none")?,
+            Some((off, path, reason)) => {
+                writeln!(
+                    f,
+                    "first bad   offset {off} in {}: {reason}",
+                    path.display()
+                )?;
+                match self.valid_after_bad {
+                    Some(v) => writeln!(
+                        f,
+                        "            valid records follow at offset {v}: the log is damaged in the middle"
+                    )?,
+                    None => writeln!(
+                        f,
+                        "            nothing valid follows: a torn tail the broker cuts on start"
+                    )?,
+                }
+            }
+        }
+        write!(
+            f,
+            "result      {}",
+            if self.is_ok() { "OK" } else { "CORRUPT" }
+        )
+    }
+}
+
+/// Validates every record of `root/commitlog` and every unit of
+/// `root/consumequeue`. `file_size` overrides the CommitLog file size (by
+/// default the size of the files found).
+pub fn check_store(root: &Path, file_size: Option<usize>) -> Result<CheckReport> {
+    let log = ReadOnlyLog::open(&root.join("commitlog"), file_size)?;
+    let mut r = CheckReport {
+        root: root.to_path_buf(),
+        commit_log_files: log.files.len(),
+        file_size: log.file_size,
+        min_offset: log.files.first().map(|f| f.start).unwrap_or(0),
+        ..Default::default()
+    };
+    let mut prev_end: Option<i64> = None;
+    for f in &log.files {
+        if f.map.len() != log.file_size {
+            r.layout_errors.push(format!(
+                "{} is {} bytes, expected {}",
+                f.path.display(),
+                f.map.len(),
+                log.file_size
+            ));
+        }
+        if let Some(p) = prev_end {
+            if p != f.start {
+                r.layout_errors.push(format!(
+                    "{} starts at {} but the previous file ends at {p}",
+                    f.path.display(),
+                    f.start
+                ));
+            }
+        }
+        prev_end = Some(f.start + log.file_size as i64);
+    }
+
+    r.end_offset = r.min_offset;
+    'files: for (i, f) in log.files.iter().enumerate() {
+        let stop = scan_file(&f.map, f.start, 0, true, |v| {
+            r.records += 1;
+            r.bytes += v.total_size() as u64;
+            let t = r.topics.entry(v.topic_str().into_owned()).or_default();
+            t.records += 1;
+            t.bytes += v.total_size() as u64;
+            t.queues.insert(v.queue_id);
+            r.end_offset = v.physical_offset + v.total_size() as i64;
+            Ok(())
+        })?;
+        let (pos, reason) = match stop {
+            ScanStop::EndOfFile => {
+                r.end_offset = f.start + f.map.len() as i64;
+                continue;
+            }
+            ScanStop::Zeros { pos } => (pos, None),
+            ScanStop::Invalid { pos, reason } => (pos, Some(reason)),
+        };
+        r.end_offset = f.start + pos as i64;
+        let after = find_valid_record_in(&f.map, f.start, pos + 1, f.map.len()).or_else(|| {
+            log.files[i + 1..]
+                .iter()
+                .find(|g| valid_record_at(&g.map, g.start, 0))
+                .map(|g| g.start)
+        });
+        if reason.is_some() || after.is_some() {
+            r.first_bad = Some((
+                f.start + pos as i64,
+                f.path.clone(),
+                reason.unwrap_or_else(|| "zeros where a record should be".into()),
+            ));
+            r.valid_after_bad = after;
+        }
+        break 'files;
+    }
+
+    check_consume_queues(&root.join("consumequeue"), &log, &mut r)?;
+    Ok(r)
+}
+
+fn check_consume_queues(dir: &Path, log: &ReadOnlyLog, r: &mut CheckReport) -> Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let err = |r: &mut CheckReport, msg: String| {
+        r.consume_queue_error_count += 1;
+        if r.consume_queue_errors.len() < 20 {
+            r.consume_queue_errors.push(msg);
+        }
+    };
+    for t in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
+        let t = t.map_err(|e| StoreError::io(dir, e))?;
+        let topic = t.file_name().to_string_lossy().into_owned();
+        if !t.path().is_dir() {
+            continue;
+        }
+        for q in std::fs::read_dir(t.path()).map_err(|e| StoreError::io(t.path(), e))? {
+            let q = q.map_err(|e| StoreError::io(t.path(), e))?;
+            let Some(qid) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            r.consume_queues += 1;
+            let mut files: Vec<(i64, PathBuf)> = std::fs::read_dir(q.path())
+                .map_err(|e| StoreError::io(q.path(), e))?
+                .filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(parse_file_name)
+                        .map(|s| (s, e.path()))
+                })
+                .collect();
+            files.sort();
+            'queue: for (start, path) in files {
+                let bytes = std::fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
+                for (k, c) in bytes.chunks_exact(UNIT_SIZE).enumerate() {
+                    let u = CqUnit::decode(c);
+                    if !u.is_valid() {
+                        break 'queue;
+                    }
+                    if u.is_filler() {
+                        continue;
+                    }
+                    r.consume_queue_units += 1;
+                    let qoff = (start / UNIT_SIZE as i64) + k as i64;
+                    if u.physical_offset < r.min_offset {
+                        continue; // expired data
+                    }
+                    if u.physical_offset + u.size as i64 > r.end_offset {
+                        err(
+                            r,
+                            format!(
+                                "{topic}/{qid} unit {qoff} points past the log end ({} + {})",
+                                u.physical_offset, u.size
+                            ),
+                        );
+                        continue;
+                    }
+                    match log.record_at(u.physical_offset) {
+                        None => err(
+                            r,
+                            format!(
+                                "{topic}/{qid} unit {qoff} points at {} where no valid record starts",
+                                u.physical_offset
+                            ),
+                        ),
+                        Some(v) => {
+                            if v.topic != topic.as_bytes()
+                                || v.queue_id != qid
+                                || v.queue_offset != qoff
+                                || v.total_size() as i32 != u.size
+                            {
+                                err(
+                                    r,
+                                    format!(
+                                        "{topic}/{qid} unit {qoff} points at a record of {}/{} offset {} size {} (unit size {})",
+                                        v.topic_str(),
+                                        v.queue_id,
+                                        v.queue_offset,
+                                        v.total_size(),
+                                        u.size
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One listed record.
+#[derive(Debug, Clone)]
+pub struct DumpLine {
+    pub offset: i64,
+    pub size: usize,
+    pub topic: String,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub store_timestamp: i64,
+    pub tags: Option<String>,
+    pub keys: Option<String>,
+    pub body_size: usize,
+}
+
+impl fmt::Display for DumpLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>14} {:>7} {:<24} q{:<3} #{:<10} tags={:<12} keys={:<20} body={}",
+            self.offset,
+            self.size,
+            self.topic,
+            self.queue_id,
+            self.queue_offset,
+            self.tags.as_deref().unwrap_or("-"),
+            self.keys.as_deref().unwrap_or("-"),
+            self.body_size
+        )
+    }
+}
+
+/// Lists records from `from` (default: the oldest), at most `limit`, calling
+/// `emit` for each; stops at the end of the valid log. Returns how many.
+pub fn dump_store(
+    root: &Path,
+    file_size: Option<usize>,
+    from: Option<i64>,
+    limit: usize,
+    mut emit: impl FnMut(&DumpLine),
+) -> Result<usize> {
+    let log = ReadOnlyLog::open(&root.join("commitlog"), file_size)?;
+    let mut n = 0usize;
+    for f in &log.files {
+        let end = f.start + f.map.len() as i64;
+        let start_pos = match from {
+            Some(o) if o >= end => continue,
+            Some(o) if o > f.start => (o - f.start) as usize,
+            _ => 0,
+        };
+        let mut pos = start_pos;
+        while n < limit && pos + 8 <= f.map.len() {
+            match basalt_common::record::peek_head(&f.map[pos..]) {
+                Some(RecordHead::Message { total_size }) => {
+                    let Ok(v) = RecordView::parse(&f.map[pos..], false) else {
+                        return Ok(n);
+                    };
+                    let text = |k: &str| {
+                        v.property(k)
+                            .map(|b| String::from_utf8_lossy(b).into_owned())
+                    };
+                    emit(&DumpLine {
+                        offset: v.physical_offset,
+                        size: total_size,
+                        topic: v.topic_str().into_owned(),
+                        queue_id: v.queue_id,
+                        queue_offset: v.queue_offset,
+                        store_timestamp: v.store_timestamp,
+                        tags: text("TAGS"),
+                        keys: text("KEYS"),
+                        body_size: v.body.len(),
+                    });
+                    n += 1;
+                    pos += total_size;
+                }
+                Some(RecordHead::Blank) => break,
+                _ => return Ok(n),
+            }
+        }
+        if n >= limit {
+            break;
+        }
+    }
+    Ok(n)
+}

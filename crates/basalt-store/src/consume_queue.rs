@@ -1,0 +1,624 @@
+//! ConsumeQueue: the per topic-queue index into the CommitLog (spec §5.1).
+//!
+//! Unit *n* (20 bytes: `[physical offset i64][size i32][tags code i64]`) sits at
+//! logical byte offset `n * 20`; files hold a fixed number of units and are
+//! named by the logical byte offset of their first unit.
+//!
+//! One writer (the dispatch thread) appends units in queue-offset order; any
+//! number of readers read units below the committed position.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use parking_lot::RwLock;
+
+use crate::error::{Result, StoreError};
+use crate::mapped_file::MappedFile;
+use crate::mapped_file_queue::MappedFileQueue;
+
+/// Bytes per ConsumeQueue unit.
+pub const UNIT_SIZE: usize = 20;
+
+/// A filler unit: fills positions that have no message (before the first file
+/// of a queue that starts past offset 0, or a gap found during recovery).
+const FILLER: CqUnit = CqUnit {
+    physical_offset: 0,
+    size: i32::MAX,
+    tags_code: 0,
+};
+
+/// One decoded ConsumeQueue unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqUnit {
+    pub physical_offset: i64,
+    pub size: i32,
+    pub tags_code: i64,
+}
+
+impl CqUnit {
+    pub fn encode(&self, out: &mut [u8]) {
+        debug_assert_eq!(out.len(), UNIT_SIZE);
+        out[0..8].copy_from_slice(&self.physical_offset.to_be_bytes());
+        out[8..12].copy_from_slice(&self.size.to_be_bytes());
+        out[12..20].copy_from_slice(&self.tags_code.to_be_bytes());
+    }
+
+    pub fn decode(b: &[u8]) -> CqUnit {
+        CqUnit {
+            physical_offset: i64::from_be_bytes(b[0..8].try_into().expect("8 bytes")),
+            size: i32::from_be_bytes(b[8..12].try_into().expect("4 bytes")),
+            tags_code: i64::from_be_bytes(b[12..20].try_into().expect("8 bytes")),
+        }
+    }
+
+    /// Recovery's validity rule: `offset >= 0 && size > 0`.
+    pub fn is_valid(&self) -> bool {
+        self.physical_offset >= 0 && self.size > 0
+    }
+
+    pub fn is_filler(&self) -> bool {
+        *self == FILLER
+    }
+}
+
+/// A run of consecutive units borrowed from one ConsumeQueue file.
+#[derive(Debug, Clone)]
+pub struct UnitRun {
+    file: Arc<MappedFile>,
+    pos: usize,
+    len: usize,
+    /// Queue offset of the first unit.
+    pub start_offset: i64,
+}
+
+impl UnitRun {
+    pub fn len(&self) -> usize {
+        self.len / UNIT_SIZE
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The units, in order.
+    pub fn iter(&self) -> impl Iterator<Item = CqUnit> + '_ {
+        let bytes = self
+            .file
+            .slice(self.pos, self.len)
+            .expect("unit run was committed when created");
+        bytes.chunks_exact(UNIT_SIZE).map(CqUnit::decode)
+    }
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct ConsumeQueue {
+    topic: String,
+    queue_id: i32,
+    files: MappedFileQueue,
+    /// Logical byte offset of the first unit consumers may read.
+    min_logic_offset: AtomicI64,
+    /// CommitLog offset just past the last indexed message (dedupe on re-dispatch).
+    max_physic_offset: AtomicI64,
+}
+
+impl ConsumeQueue {
+    pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Self {
+        let dir = root.join(topic).join(queue_id.to_string());
+        ConsumeQueue {
+            topic: topic.to_string(),
+            queue_id,
+            files: MappedFileQueue::new(dir, file_size),
+            min_logic_offset: AtomicI64::new(0),
+            max_physic_offset: AtomicI64::new(-1),
+        }
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+    pub fn queue_id(&self) -> i32 {
+        self.queue_id
+    }
+    pub fn dir(&self) -> &Path {
+        self.files.dir()
+    }
+    pub fn files(&self) -> &MappedFileQueue {
+        &self.files
+    }
+
+    pub fn load(&self) -> Result<()> {
+        self.files.load()
+    }
+
+    /// Finds the end of valid units (scanning from the third-last file) and
+    /// cuts everything after it. Returns the number of units dropped.
+    pub fn recover(&self) -> Result<u64> {
+        let files = self.files.files();
+        if files.is_empty() {
+            return Ok(0);
+        }
+        let start = files.len().saturating_sub(3);
+        let mut valid_end = files[start].start_offset();
+        let mut max_phys = -1i64;
+        let mut dropped = 0u64;
+        'files: for f in &files[start..] {
+            let raw = f.raw();
+            let mut pos = 0;
+            while pos + UNIT_SIZE <= raw.len() {
+                let u = CqUnit::decode(&raw[pos..pos + UNIT_SIZE]);
+                if !u.is_valid() {
+                    // Count what is cut, for the log.
+                    dropped = raw[pos..]
+                        .chunks_exact(UNIT_SIZE)
+                        .filter(|c| CqUnit::decode(c).is_valid())
+                        .count() as u64;
+                    valid_end = f.start_offset() + pos as i64;
+                    break 'files;
+                }
+                if !u.is_filler() {
+                    max_phys = u.physical_offset + u.size as i64;
+                }
+                pos += UNIT_SIZE;
+            }
+            valid_end = f.end_offset();
+        }
+        self.files.truncate_dirty(valid_end)?;
+        self.files.set_flushed_and_committed(valid_end);
+        if max_phys < 0 {
+            max_phys = self.scan_max_physic_offset();
+        }
+        self.max_physic_offset.store(max_phys, Ordering::Release);
+        if dropped > 0 {
+            tracing::warn!(topic = %self.topic, queue = self.queue_id, dropped, "cut invalid ConsumeQueue units");
+        }
+        let first = self.files.min_offset();
+        if self.min_logic_offset.load(Ordering::Acquire) < first {
+            self.min_logic_offset.store(first, Ordering::Release);
+        }
+        Ok(dropped)
+    }
+
+    /// Physical end of the newest real unit (used when the last files hold
+    /// only fillers); -1 if there is none.
+    fn scan_max_physic_offset(&self) -> i64 {
+        for f in self.files.files().iter().rev() {
+            if let Some(bytes) = f.slice_from(0) {
+                for c in bytes.chunks_exact(UNIT_SIZE).rev() {
+                    let u = CqUnit::decode(c);
+                    if u.is_valid() && !u.is_filler() {
+                        return u.physical_offset + u.size as i64;
+                    }
+                }
+            }
+        }
+        -1
+    }
+
+    /// Appends the unit for queue offset `cq_offset`. Dispatch thread only.
+    ///
+    /// A unit whose message ends at or before the last indexed one is a
+    /// repeat (re-dispatch during recovery) and is skipped. A gap is filled
+    /// with filler units so that position keeps equal to queue offset.
+    pub fn put_unit(&self, cq_offset: i64, unit: CqUnit) -> Result<()> {
+        let end = unit.physical_offset + unit.size as i64;
+        if end <= self.max_physic_offset.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let expect = cq_offset * UNIT_SIZE as i64;
+        let file_size = self.files.file_size() as i64;
+        if self.files.is_empty() {
+            // The first file of a queue may start past 0 (cleanup removed the
+            // older ones before a restart wiped the directory, or a slave
+            // starts mid-way): units before `expect` in it are fillers.
+            let start = expect - expect % file_size;
+            self.files.create_file(start)?;
+            self.min_logic_offset.store(expect, Ordering::Release);
+        }
+        let mut current = self.files.max_wrote_offset();
+        if expect < current {
+            tracing::warn!(topic = %self.topic, queue = self.queue_id, cq_offset, current = current / UNIT_SIZE as i64,
+                "ConsumeQueue unit already present; skipping");
+            return Ok(());
+        }
+        if expect > current && current != self.files.first().map(|f| f.start_offset()).unwrap_or(0)
+        {
+            tracing::error!(topic = %self.topic, queue = self.queue_id, expected = cq_offset,
+                have = current / UNIT_SIZE as i64, "gap in ConsumeQueue; filling with filler units");
+        }
+        while current < expect {
+            self.append_raw_unit(FILLER)?;
+            current += UNIT_SIZE as i64;
+        }
+        self.append_raw_unit(unit)?;
+        self.max_physic_offset.store(end, Ordering::Release);
+        Ok(())
+    }
+
+    fn append_raw_unit(&self, unit: CqUnit) -> Result<()> {
+        let f = self.files.last_writable(0)?;
+        let placed = f.append_with(UNIT_SIZE, |dst| unit.encode(dst));
+        debug_assert!(
+            placed.is_some(),
+            "ConsumeQueue file sizes are multiples of 20"
+        );
+        placed.map(|_| ()).ok_or_else(|| StoreError::Layout {
+            path: f.path().to_path_buf(),
+            reason: "ConsumeQueue file size is not a multiple of 20".into(),
+        })
+    }
+
+    /// Queue offset one past the last unit (the next one to be written).
+    pub fn max_offset(&self) -> i64 {
+        self.files.max_offset() / UNIT_SIZE as i64
+    }
+
+    /// First queue offset consumers may read.
+    pub fn min_offset(&self) -> i64 {
+        self.min_logic_offset.load(Ordering::Acquire) / UNIT_SIZE as i64
+    }
+
+    /// CommitLog offset just past the last message indexed here.
+    pub fn max_physic_offset(&self) -> i64 {
+        self.max_physic_offset.load(Ordering::Acquire)
+    }
+
+    /// The unit at queue offset `offset`, if it exists and is readable.
+    pub fn unit_at(&self, offset: i64) -> Option<CqUnit> {
+        if offset < 0 {
+            return None;
+        }
+        let pos = offset * UNIT_SIZE as i64;
+        let f = self.files.find_by_offset(pos)?;
+        let b = f.slice((pos - f.start_offset()) as usize, UNIT_SIZE)?;
+        Some(CqUnit::decode(b))
+    }
+
+    /// Units from queue offset `offset` to the end of the file holding it.
+    pub fn units_from(&self, offset: i64) -> Option<UnitRun> {
+        if offset < self.min_offset() || offset < 0 {
+            return None;
+        }
+        let pos = offset * UNIT_SIZE as i64;
+        let f = self.files.find_by_offset(pos)?;
+        let in_file = (pos - f.start_offset()) as usize;
+        let committed = f.committed_position();
+        if in_file >= committed {
+            return None;
+        }
+        Some(UnitRun {
+            pos: in_file,
+            len: committed - in_file,
+            start_offset: offset,
+            file: f,
+        })
+    }
+
+    /// Queue offset of the first unit of the file after the one holding `offset`.
+    pub fn roll_next_file(&self, offset: i64) -> i64 {
+        let units = (self.files.file_size() / UNIT_SIZE) as i64;
+        offset + units - offset % units
+    }
+
+    /// Drops every unit whose message starts at or after `phys` (the CommitLog
+    /// was cut there).
+    pub fn truncate_dirty(&self, phys: i64) -> Result<()> {
+        if self.max_physic_offset() <= phys && self.max_physic_offset() >= 0 {
+            return Ok(());
+        }
+        // Binary search for the first unit at or past `phys`.
+        let min = self.files.min_offset() / UNIT_SIZE as i64;
+        let max = self.max_offset();
+        let mut lo = min;
+        let mut hi = max;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let keep = match self.effective_physical_offset(mid, max) {
+                Some(p) => p < phys,
+                None => true,
+            };
+            if keep {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo < max {
+            tracing::warn!(topic = %self.topic, queue = self.queue_id, from = lo, to = max,
+                "cutting ConsumeQueue units past the end of the CommitLog");
+            self.files.truncate_dirty(lo * UNIT_SIZE as i64)?;
+        }
+        let mut new_max = -1;
+        if lo > min {
+            if let Some(u) = self.unit_at(lo - 1).filter(|u| !u.is_filler()) {
+                new_max = u.physical_offset + u.size as i64;
+            }
+        }
+        self.max_physic_offset.store(new_max, Ordering::Release);
+        Ok(())
+    }
+
+    /// The physical offset that orders unit `idx`: its own, or for a filler the
+    /// next real unit's (fillers stand in for messages just before it), so
+    /// that binary searches stay monotone. `None` past the last real unit.
+    fn effective_physical_offset(&self, idx: i64, max: i64) -> Option<i64> {
+        let mut i = idx;
+        while i < max {
+            let u = self.unit_at(i)?;
+            if !u.is_filler() {
+                return Some(u.physical_offset);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Moves the min offset to the first unit whose message is still in the
+    /// CommitLog (which now starts at `commit_log_min`).
+    pub fn correct_min_offset(&self, commit_log_min: i64) {
+        let first = self.files.min_offset() / UNIT_SIZE as i64;
+        let max = self.max_offset();
+        let mut lo = first.max(self.min_offset());
+        let mut hi = max;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.effective_physical_offset(mid, max) {
+                Some(p) if p < commit_log_min => lo = mid + 1,
+                None => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        let new_min = lo * UNIT_SIZE as i64;
+        if new_min > self.min_logic_offset.load(Ordering::Acquire) {
+            self.min_logic_offset.store(new_min, Ordering::Release);
+        }
+    }
+
+    /// Deletes whole files whose every unit points before `commit_log_min`
+    /// (never the last file). Returns the number of files deleted.
+    pub fn delete_expired(&self, commit_log_min: i64) -> Result<usize> {
+        let files = self.files.files();
+        let mut victims = Vec::new();
+        for f in files.iter().take(files.len().saturating_sub(1)) {
+            let Some(bytes) = f.slice_from(0) else { break };
+            let last = bytes
+                .chunks_exact(UNIT_SIZE)
+                .rev()
+                .map(CqUnit::decode)
+                .find(|u| !u.is_filler());
+            match last {
+                Some(u) if u.physical_offset + u.size as i64 <= commit_log_min => {
+                    victims.push(Arc::clone(f))
+                }
+                None => victims.push(Arc::clone(f)),
+                _ => break,
+            }
+        }
+        self.files
+            .remove_head(&victims, std::time::Duration::ZERO)?;
+        self.correct_min_offset(commit_log_min);
+        Ok(victims.len())
+    }
+
+    /// fsyncs dirty units if at least `least_pages` pages wait.
+    pub fn flush(&self, least_pages: usize) -> Result<i64> {
+        self.files.flush(least_pages)
+    }
+
+    /// Deletes the queue's files and directory.
+    pub fn destroy(&self) -> Result<()> {
+        self.files.destroy_all()?;
+        self.max_physic_offset.store(-1, Ordering::Release);
+        self.min_logic_offset.store(0, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// All ConsumeQueues, by topic and queue id.
+#[derive(Debug)]
+pub struct ConsumeQueueTable {
+    root: PathBuf,
+    file_size: usize,
+    queues: RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>,
+}
+
+impl ConsumeQueueTable {
+    pub fn new(root: PathBuf, file_size: usize) -> Self {
+        ConsumeQueueTable {
+            root,
+            file_size,
+            queues: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Maps every queue directory under the root: `{topic}/{queueId}/`.
+    pub fn load(&self) -> Result<()> {
+        crate::fs_util::create_dir_all_durable(&self.root)?;
+        let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
+        let topics = std::fs::read_dir(&self.root).map_err(|e| StoreError::io(&self.root, e))?;
+        for t in topics {
+            let t = t.map_err(|e| StoreError::io(&self.root, e))?;
+            if !t.path().is_dir() {
+                continue;
+            }
+            let Some(topic) = t.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let qdirs = std::fs::read_dir(t.path()).map_err(|e| StoreError::io(t.path(), e))?;
+            for q in qdirs {
+                let q = q.map_err(|e| StoreError::io(t.path(), e))?;
+                let Some(qid) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let cq = ConsumeQueue::new(&self.root, &topic, qid, self.file_size);
+                cq.load()?;
+                table
+                    .entry(topic.clone())
+                    .or_default()
+                    .insert(qid, Arc::new(cq));
+            }
+        }
+        *self.queues.write() = table;
+        Ok(())
+    }
+
+    pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.queues.read().get(topic)?.get(&queue_id).cloned()
+    }
+
+    /// The queue, created empty if it does not exist yet.
+    pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Arc<ConsumeQueue> {
+        if let Some(q) = self.get(topic, queue_id) {
+            return q;
+        }
+        let mut w = self.queues.write();
+        Arc::clone(
+            w.entry(topic.to_string())
+                .or_default()
+                .entry(queue_id)
+                .or_insert_with(|| {
+                    Arc::new(ConsumeQueue::new(
+                        &self.root,
+                        topic,
+                        queue_id,
+                        self.file_size,
+                    ))
+                }),
+        )
+    }
+
+    /// Every queue (snapshot).
+    pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
+        self.queues
+            .read()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
+    }
+
+    /// Queues of one topic, by queue id.
+    pub fn topic_queues(&self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
+        let mut v: Vec<_> = self
+            .queues
+            .read()
+            .get(topic)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        v.sort_by_key(|q| q.queue_id());
+        v
+    }
+
+    pub fn topics(&self) -> Vec<String> {
+        self.queues.read().keys().cloned().collect()
+    }
+
+    /// Removes a topic's queues and files.
+    pub fn remove_topic(&self, topic: &str) -> Result<()> {
+        let removed = self.queues.write().remove(topic);
+        if let Some(qs) = removed {
+            for q in qs.values() {
+                q.destroy()?;
+            }
+            let dir = self.root.join(topic);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(p: i64) -> CqUnit {
+        CqUnit {
+            physical_offset: p,
+            size: 100,
+            tags_code: p * 7,
+        }
+    }
+
+    #[test]
+    fn put_read_roll_recover() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+        cq.load().unwrap();
+        for i in 0..25 {
+            cq.put_unit(i, unit(i * 100)).unwrap();
+        }
+        assert_eq!(cq.max_offset(), 25);
+        assert_eq!(cq.min_offset(), 0);
+        assert_eq!(cq.unit_at(13), Some(unit(1300)));
+        let run = cq.units_from(7).unwrap();
+        assert_eq!(run.len(), 3);
+        assert_eq!(run.iter().next(), Some(unit(700)));
+        // A repeat is skipped.
+        cq.put_unit(24, unit(2400)).unwrap();
+        assert_eq!(cq.max_offset(), 25);
+        drop(cq);
+
+        let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+        cq.load().unwrap();
+        cq.recover().unwrap();
+        assert_eq!(cq.max_offset(), 25);
+        assert_eq!(cq.max_physic_offset(), 2500);
+        cq.truncate_dirty(1500).unwrap();
+        assert_eq!(cq.max_offset(), 15);
+        assert_eq!(cq.max_physic_offset(), 1500);
+        cq.put_unit(15, unit(1500)).unwrap();
+        assert_eq!(cq.max_offset(), 16);
+    }
+
+    #[test]
+    fn first_file_may_start_late_and_gaps_are_filled() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 1, 10 * UNIT_SIZE);
+        cq.load().unwrap();
+        cq.put_unit(23, unit(5000)).unwrap();
+        assert_eq!(cq.min_offset(), 23);
+        assert_eq!(cq.max_offset(), 24);
+        assert!(cq.unit_at(20).unwrap().is_filler());
+        cq.put_unit(26, unit(6000)).unwrap();
+        assert_eq!(cq.max_offset(), 27);
+        assert!(cq.unit_at(25).unwrap().is_filler());
+    }
+
+    #[test]
+    fn delete_expired_and_correct_min() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+        cq.load().unwrap();
+        for i in 0..35 {
+            cq.put_unit(i, unit(i * 100)).unwrap();
+        }
+        // CommitLog now starts at 1300: units 0..=12 are gone; file 0 goes.
+        assert_eq!(cq.delete_expired(1300).unwrap(), 1);
+        assert_eq!(cq.min_offset(), 13);
+        assert!(cq.units_from(5).is_none());
+    }
+
+    #[test]
+    fn recover_cuts_torn_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+        cq.load().unwrap();
+        for i in 0..5 {
+            cq.put_unit(i, unit(i * 100)).unwrap();
+        }
+        cq.flush(0).unwrap();
+        let path = cq.files().first().unwrap().path().to_path_buf();
+        drop(cq);
+        // Zero unit 3 (a torn write): units 3 and 4 go.
+        let mut raw = std::fs::read(&path).unwrap();
+        raw[60..80].fill(0);
+        std::fs::write(&path, raw).unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+        cq.load().unwrap();
+        assert_eq!(cq.recover().unwrap(), 1);
+        assert_eq!(cq.max_offset(), 3);
+    }
+}

@@ -1,0 +1,61 @@
+//! Errors of the storage engine.
+
+use std::path::PathBuf;
+
+use basalt_common::CodecError;
+use thiserror::Error;
+
+/// Everything that can go wrong in the store. I/O and corruption errors name
+/// the file and the offset.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record or unit failed its checks in a place where later data is valid,
+    /// so cutting the log there would silently drop data.
+    #[error(
+        "corruption in {path} at file offset {file_offset} (global offset {offset}): {reason}; \
+         valid data follows at global offset {next_valid}. Refusing to truncate; inspect with `basalt store check`"
+    )]
+    MiddleCorruption {
+        path: PathBuf,
+        offset: i64,
+        file_offset: usize,
+        reason: String,
+        next_valid: i64,
+    },
+    #[error("corrupt {what} in {path} at offset {offset}: {reason}")]
+    Corrupt {
+        what: &'static str,
+        path: PathBuf,
+        offset: i64,
+        reason: String,
+    },
+    #[error("bad store layout in {path}: {reason}")]
+    Layout { path: PathBuf, reason: String },
+    #[error("store is poisoned after a failed fsync ({reason}); writes are refused")]
+    Poisoned { reason: String },
+    #[error("store directory {path} is locked by another process")]
+    Locked { path: PathBuf },
+    #[error("invalid store configuration: {0}")]
+    Config(String),
+    #[error("invalid message: {0}")]
+    Codec(#[from] CodecError),
+    #[error("store is shut down")]
+    ShutDown,
+}
+
+impl StoreError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

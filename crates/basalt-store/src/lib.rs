@@ -1,0 +1,42 @@
+//! Basalt's storage engine: RocketMQ's on-disk formats and services.
+//!
+//! * [`commit_log`] — the single append-only log of records for all topics;
+//! * [`consume_queue`] — 20-byte units per topic queue pointing into it;
+//! * [`index`] — lookup by message key;
+//! * [`checkpoint`] and the abort file — what recovery starts from;
+//! * [`services`] — flush (group commit / interval), commit (transient pool),
+//!   ConsumeQueue flush, cleanup;
+//! * [`dispatch`] — turns records into ConsumeQueue units and index entries;
+//! * [`recovery`] — normal and abnormal crash recovery;
+//! * [`store`] — [`MessageStore`], the façade the broker uses;
+//! * [`check`] — offline validation and listing for operators.
+//!
+//! The store knows nothing of the network.
+
+pub mod check;
+pub mod checkpoint;
+pub mod commit_log;
+pub mod config;
+pub mod consume_queue;
+pub mod dispatch;
+pub mod error;
+pub mod faults;
+pub mod fs_util;
+pub mod health;
+pub mod index;
+pub mod mapped_file;
+pub mod mapped_file_queue;
+pub mod put;
+pub mod recovery;
+pub mod services;
+pub mod signal;
+pub mod store;
+pub mod transient_pool;
+
+pub use config::StoreConfig;
+pub use error::{Result, StoreError};
+pub use put::{AppendResult, PutMessageResult, PutMessageStatus};
+pub use store::{
+    BoundaryType, GetMessageRequest, GetMessageResult, GetMessageStatus, MessageFilter,
+    MessageStore, QueryMessageResult,
+};

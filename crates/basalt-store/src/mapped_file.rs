@@ -1,0 +1,568 @@
+//! One preallocated, memory-mapped file of a log (CommitLog or ConsumeQueue).
+//!
+//! A `MappedFile` keeps three positions, all byte offsets inside the file:
+//!
+//! * `wrote` — bytes appended so far (into the mapping, or into the write
+//!   buffer when the transient store pool is on);
+//! * `committed` — bytes visible in the mapping; readers never look past it;
+//! * `flushed` — bytes known to be on disk.
+//!
+//! Invariant: `flushed <= committed <= wrote <= size`. Each position only
+//! grows, except when recovery or truncation resets all three at once.
+//!
+//! There is exactly one writer per file at a time (the CommitLog append lock,
+//! or the single dispatch thread for a ConsumeQueue), and it writes only at or
+//! after `wrote`; readers read only below `committed`. So readers and the
+//! writer never touch the same bytes, which is what makes the shared raw
+//! mapping sound.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use memmap2::MmapRaw;
+use parking_lot::Mutex;
+
+use crate::error::{Result, StoreError};
+use crate::faults;
+use crate::transient_pool::TransientStorePool;
+
+/// OS page size used for "least pages" flush thresholds.
+pub const PAGE_SIZE: usize = 4096;
+
+/// A write buffer of the transient store pool: appends land here first and a
+/// commit service copies them into the file.
+pub type WriteBuffer = Box<[u8]>;
+
+/// See the module documentation.
+pub struct MappedFile {
+    path: PathBuf,
+    file: File,
+    start_offset: i64,
+    size: usize,
+    map: MmapRaw,
+    wrote: AtomicUsize,
+    committed: AtomicUsize,
+    flushed: AtomicUsize,
+    /// Store timestamp of the last record appended (CommitLog only).
+    store_timestamp: AtomicI64,
+    /// Raw pointer into `write_buffer`'s allocation, null when there is none.
+    buffer_ptr: *mut u8,
+    /// Owns the write buffer until it is fully committed and handed back.
+    write_buffer: Mutex<Option<WriteBuffer>>,
+    /// Where the write buffer goes back to.
+    pool: Option<Arc<TransientStorePool>>,
+    deleted: AtomicBool,
+    /// Debug check that appends never overlap (single writer).
+    #[cfg(debug_assertions)]
+    writing: AtomicBool,
+}
+
+// SAFETY: the raw pointers refer to memory owned by this value (the mapping
+// and the write buffer). Access follows the single-writer / readers-below-
+// `committed` discipline described in the module docs, with positions
+// published through atomics (Release on write, Acquire on read).
+unsafe impl Send for MappedFile {}
+unsafe impl Sync for MappedFile {}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile")
+            .field("path", &self.path)
+            .field("start_offset", &self.start_offset)
+            .field("size", &self.size)
+            .field("wrote", &self.wrote_position())
+            .field("committed", &self.committed_position())
+            .field("flushed", &self.flushed_position())
+            .finish()
+    }
+}
+
+/// The 20-digit zero-padded name of a file starting at `offset`.
+pub fn file_name(offset: i64) -> String {
+    format!("{offset:020}")
+}
+
+/// Parses a 20-digit file name back into its start offset.
+pub fn parse_file_name(name: &str) -> Option<i64> {
+    if name.len() != 20 || !name.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    name.parse().ok()
+}
+
+impl MappedFile {
+    /// Creates (or reopens and extends) the file for `start_offset` in `dir`
+    /// with `size` bytes and maps it. Positions start at 0. With a pool that
+    /// has a buffer to lend, appends go to that buffer until committed.
+    pub fn create(
+        dir: &Path,
+        start_offset: i64,
+        size: usize,
+        pool: Option<&Arc<TransientStorePool>>,
+    ) -> Result<MappedFile> {
+        let path = dir.join(file_name(start_offset));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        if len != size as u64 {
+            file.set_len(size as u64)
+                .map_err(|e| StoreError::io(&path, e))?;
+        }
+        let write_buffer = pool.and_then(|p| p.borrow());
+        let mut mf = Self::map(path, file, start_offset, size, write_buffer)?;
+        mf.pool = pool.cloned();
+        Ok(mf)
+    }
+
+    /// Opens an existing file of exactly `size` bytes. Positions are set to
+    /// `size` (everything counts as written) until recovery says otherwise.
+    pub fn open(path: &Path, start_offset: i64, size: usize) -> Result<MappedFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| StoreError::io(path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
+        if len != size as u64 {
+            return Err(StoreError::Layout {
+                path: path.to_path_buf(),
+                reason: format!("file is {len} bytes, expected {size}"),
+            });
+        }
+        let mf = Self::map(path.to_path_buf(), file, start_offset, size, None)?;
+        mf.set_positions(size);
+        Ok(mf)
+    }
+
+    fn map(
+        path: PathBuf,
+        file: File,
+        start_offset: i64,
+        size: usize,
+        write_buffer: Option<WriteBuffer>,
+    ) -> Result<MappedFile> {
+        let map = MmapRaw::map_raw(&file).map_err(|e| StoreError::io(&path, e))?;
+        let (buffer_ptr, write_buffer) = match write_buffer {
+            Some(mut b) => {
+                assert!(b.len() >= size, "write buffer smaller than the file");
+                (b.as_mut_ptr(), Some(b))
+            }
+            None => (std::ptr::null_mut(), None),
+        };
+        Ok(MappedFile {
+            path,
+            file,
+            start_offset,
+            size,
+            map,
+            wrote: AtomicUsize::new(0),
+            committed: AtomicUsize::new(0),
+            flushed: AtomicUsize::new(0),
+            store_timestamp: AtomicI64::new(0),
+            buffer_ptr,
+            write_buffer: Mutex::new(write_buffer),
+            pool: None,
+            deleted: AtomicBool::new(false),
+            #[cfg(debug_assertions)]
+            writing: AtomicBool::new(false),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Global offset of the file's first byte (its name).
+    pub fn start_offset(&self) -> i64 {
+        self.start_offset
+    }
+    /// Global offset just past the file's last byte.
+    pub fn end_offset(&self) -> i64 {
+        self.start_offset + self.size as i64
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    pub fn wrote_position(&self) -> usize {
+        self.wrote.load(Ordering::Acquire)
+    }
+    /// Bytes readers may read: everything below is complete and visible.
+    pub fn committed_position(&self) -> usize {
+        self.committed.load(Ordering::Acquire)
+    }
+    pub fn flushed_position(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+    pub fn remaining(&self) -> usize {
+        self.size - self.wrote_position()
+    }
+    pub fn is_full(&self) -> bool {
+        self.wrote_position() == self.size
+    }
+    pub fn has_write_buffer(&self) -> bool {
+        !self.buffer_ptr.is_null() && self.write_buffer.lock().is_some()
+    }
+    pub fn store_timestamp(&self) -> i64 {
+        self.store_timestamp.load(Ordering::Acquire)
+    }
+    pub fn set_store_timestamp(&self, ts: i64) {
+        self.store_timestamp.store(ts, Ordering::Release);
+    }
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::Acquire)
+    }
+
+    /// Sets all three positions (recovery and truncation only).
+    pub fn set_positions(&self, pos: usize) {
+        assert!(
+            pos <= self.size,
+            "position {pos} past file size {}",
+            self.size
+        );
+        self.wrote.store(pos, Ordering::Release);
+        self.committed.store(pos, Ordering::Release);
+        self.flushed.store(pos, Ordering::Release);
+    }
+
+    /// Appends `len` bytes produced by `fill` at the write position and
+    /// returns the position they start at, or `None` if they do not fit.
+    ///
+    /// Single writer only (see module docs); `fill` must write all `len` bytes.
+    pub fn append_with(&self, len: usize, fill: impl FnOnce(&mut [u8])) -> Option<usize> {
+        #[cfg(debug_assertions)]
+        assert!(
+            !self.writing.swap(true, Ordering::AcqRel),
+            "concurrent appends to {}",
+            self.path.display()
+        );
+        let pos = self.wrote.load(Ordering::Acquire);
+        let result = if pos + len > self.size {
+            None
+        } else {
+            let base = if self.buffer_ptr.is_null() {
+                self.map.as_mut_ptr()
+            } else {
+                self.buffer_ptr
+            };
+            // SAFETY: [pos, pos+len) is inside the allocation (checked above),
+            // at or after `wrote`, so no reader looks at it (readers stay below
+            // `committed <= wrote`) and no other writer exists.
+            let dst = unsafe { std::slice::from_raw_parts_mut(base.add(pos), len) };
+            fill(dst);
+            self.wrote.store(pos + len, Ordering::Release);
+            if self.buffer_ptr.is_null() {
+                self.committed.store(pos + len, Ordering::Release);
+            }
+            Some(pos)
+        };
+        #[cfg(debug_assertions)]
+        self.writing.store(false, Ordering::Release);
+        result
+    }
+
+    /// Appends `data` verbatim; see [`MappedFile::append_with`].
+    pub fn append(&self, data: &[u8]) -> Option<usize> {
+        self.append_with(data.len(), |dst| dst.copy_from_slice(data))
+    }
+
+    /// Marks the rest of the file as written without writing it (after an
+    /// end-of-file filler, or when rolling a ConsumeQueue).
+    pub fn fill_to_end(&self) {
+        self.wrote.store(self.size, Ordering::Release);
+        if self.buffer_ptr.is_null() {
+            self.committed.store(self.size, Ordering::Release);
+        }
+    }
+
+    /// The committed bytes `[pos, pos + len)`, borrowed from the mapping.
+    pub fn slice(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let committed = self.committed_position();
+        if pos.checked_add(len)? > committed {
+            return None;
+        }
+        // SAFETY: the range is below `committed`, so it is fully written and no
+        // writer touches it; the mapping lives as long as `self`.
+        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
+    }
+
+    /// All committed bytes from `pos`.
+    pub fn slice_from(&self, pos: usize) -> Option<&[u8]> {
+        let committed = self.committed_position();
+        if pos > committed {
+            return None;
+        }
+        self.slice(pos, committed - pos)
+    }
+
+    /// The committed bytes `[pos, pos + len)` as `Bytes` that share the
+    /// mapping (no copy); the file stays mapped while they live.
+    pub fn bytes(self: &Arc<Self>, pos: usize, len: usize) -> Option<Bytes> {
+        self.slice(pos, len)?;
+        Some(Bytes::from_owner(MappedSlice {
+            file: Arc::clone(self),
+            pos,
+            len,
+        }))
+    }
+
+    /// Reads raw bytes of the mapping regardless of positions. For recovery and
+    /// the offline checker only, when no writer is running.
+    pub fn raw(&self) -> &[u8] {
+        // SAFETY: the whole mapping is valid for `size` bytes; callers use this
+        // only when no append can run concurrently.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.size) }
+    }
+
+    /// Zeroes `[pos, pos + len)` in the mapping (truncation of a dirty tail),
+    /// so a later scan cannot mistake stale bytes for records. The range must
+    /// be at or past the write position, where no reader looks.
+    pub fn zero_range(&self, pos: usize, len: usize) {
+        assert!(
+            pos + len <= self.size,
+            "zero range past the end of the file"
+        );
+        // SAFETY: in bounds; callers guarantee no concurrent writer or reader
+        // of this range (truncation happens at start-up or under the writer).
+        unsafe { std::ptr::write_bytes(self.map.as_mut_ptr().add(pos), 0, len) };
+    }
+
+    /// Writes an end-of-file filler at the write position and marks the file
+    /// full. Single writer only.
+    pub fn append_blank(&self) {
+        let remaining = self.remaining();
+        assert!(
+            remaining >= basalt_common::record::BLANK_LEN,
+            "no room for the end-of-file filler in {}",
+            self.path.display()
+        );
+        let mut header = [0u8; basalt_common::record::BLANK_LEN];
+        basalt_common::record::encode_blank(&mut header, remaining);
+        let pos = self.wrote_position();
+        let base = if self.buffer_ptr.is_null() {
+            self.map.as_mut_ptr()
+        } else {
+            self.buffer_ptr
+        };
+        // SAFETY: 8 bytes at the write position, inside the file (checked).
+        unsafe { std::ptr::copy_nonoverlapping(header.as_ptr(), base.add(pos), header.len()) };
+        if !self.buffer_ptr.is_null() {
+            // A reused write buffer holds bytes of an older file; the commit
+            // copies the whole tail, so make it zeros like a fresh file.
+            let tail = pos + header.len();
+            // SAFETY: [tail, size) is inside the buffer and past `wrote`.
+            unsafe { std::ptr::write_bytes(base.add(tail), 0, self.size - tail) };
+        }
+        self.fill_to_end();
+    }
+
+    /// Copies appended-but-uncommitted bytes from the write buffer into the
+    /// file if at least `least_pages` pages are waiting (0: any). Returns the
+    /// committed position. Without a write buffer this is a no-op.
+    ///
+    /// Called by one committing thread at a time.
+    pub fn commit(&self, least_pages: usize) -> Result<usize> {
+        if self.buffer_ptr.is_null() {
+            return Ok(self.committed_position());
+        }
+        let mut guard = self.write_buffer.lock();
+        if guard.is_none() {
+            return Ok(self.committed_position());
+        }
+        let committed = self.committed.load(Ordering::Acquire);
+        let wrote = self.wrote.load(Ordering::Acquire);
+        if wrote > committed && able_to(self.size, committed, wrote, least_pages) {
+            // SAFETY: [committed, wrote) was fully written before `wrote` was
+            // published (Release/Acquire); the writer only writes at >= wrote.
+            let src = unsafe {
+                std::slice::from_raw_parts(self.buffer_ptr.add(committed), wrote - committed)
+            };
+            self.file
+                .write_all_at(src, committed as u64)
+                .map_err(|e| StoreError::io(&self.path, e))?;
+            self.committed.store(wrote, Ordering::Release);
+        }
+        // A full, fully committed file needs its buffer no more.
+        if self.committed.load(Ordering::Acquire) == self.size {
+            if let Some(buf) = guard.take() {
+                drop(guard);
+                self.return_buffer(buf);
+            }
+        }
+        Ok(self.committed_position())
+    }
+
+    fn return_buffer(&self, buf: WriteBuffer) {
+        if let Some(pool) = &self.pool {
+            pool.give_back(buf);
+        }
+    }
+
+    /// fsyncs the file if at least `least_pages` committed pages are not yet
+    /// flushed (0: any). Returns the flushed position. A failed fsync is an
+    /// error the caller must treat as fatal for writes (poison the store).
+    pub fn flush(&self, least_pages: usize) -> Result<usize> {
+        let committed = self.committed.load(Ordering::Acquire);
+        let flushed = self.flushed.load(Ordering::Acquire);
+        if committed > flushed && able_to(self.size, flushed, committed, least_pages) {
+            faults::check_fsync(&self.path)?;
+            self.file
+                .sync_data()
+                .map_err(|e| StoreError::io(&self.path, e))?;
+            self.flushed.store(committed, Ordering::Release);
+        }
+        Ok(self.flushed_position())
+    }
+
+    /// Pre-faults every page and allocates the file's blocks on disk, so
+    /// appends neither stall on page faults that zero-fill memory nor make
+    /// fsyncs allocate blocks (RocketMQ's `warmMappedFile`). The zeros are
+    /// written back here, once, so the pages are clean when appends begin and
+    /// a later fsync writes only what was appended.
+    pub fn warm(&self) {
+        // SAFETY: madvise on our own mapping's range.
+        let rc = unsafe {
+            libc::madvise(
+                self.map.as_mut_ptr() as *mut libc::c_void,
+                self.size,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if rc != 0 {
+            // Older kernels: touch each page by hand. The file is fresh, so
+            // writing zeros over zeros changes nothing.
+            let base = self.map.as_mut_ptr();
+            for off in (0..self.size).step_by(PAGE_SIZE) {
+                // SAFETY: in bounds; the file is not yet in use by any writer.
+                unsafe { std::ptr::write_volatile(base.add(off), 0) };
+            }
+        }
+        if let Err(e) = self.file.sync_data() {
+            tracing::warn!(file = %self.path.display(), error = %e, "fsync while warming a new file failed");
+        }
+    }
+
+    /// Last modification time of the file on disk.
+    pub fn last_modified(&self) -> Option<SystemTime> {
+        self.file.metadata().ok()?.modified().ok()
+    }
+
+    /// Unlinks the file. The mapping stays valid for holders of an `Arc`.
+    pub fn destroy(&self) -> Result<()> {
+        if self.deleted.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if let Some(buf) = self.write_buffer.lock().take() {
+            self.return_buffer(buf);
+        }
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io(&self.path, e)),
+        }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        if let Some(buf) = self.write_buffer.get_mut().take() {
+            self.return_buffer(buf);
+        }
+    }
+}
+
+/// Whether `[from, to)` in a file of `size` bytes is worth committing or
+/// flushing: the file is full, or `least_pages` pages are waiting (0: any byte).
+fn able_to(size: usize, from: usize, to: usize, least_pages: usize) -> bool {
+    if to == size {
+        return true;
+    }
+    if least_pages == 0 {
+        return to > from;
+    }
+    to / PAGE_SIZE - from / PAGE_SIZE >= least_pages
+}
+
+/// Owner of a zero-copy `Bytes` view into a mapped file.
+struct MappedSlice {
+    file: Arc<MappedFile>,
+    pos: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for MappedSlice {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: checked committed when created; committed bytes never change
+        // while anyone can read them, and the Arc keeps the mapping alive.
+        unsafe { std::slice::from_raw_parts(self.file.map.as_ptr().add(self.pos), self.len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(file_name(1073741824), "00000000001073741824");
+        assert_eq!(parse_file_name("00000000001073741824"), Some(1073741824));
+        assert_eq!(parse_file_name("1073741824"), None);
+        assert_eq!(parse_file_name("0000000000107374182x"), None);
+    }
+
+    #[test]
+    fn append_read_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let mf = Arc::new(MappedFile::create(dir.path(), 4096, 8192, None).unwrap());
+        assert_eq!(mf.append(b"hello"), Some(0));
+        assert_eq!(mf.append(b" world"), Some(5));
+        assert_eq!(mf.slice(0, 11).unwrap(), b"hello world");
+        assert!(mf.slice(0, 12).is_none());
+        let b = mf.bytes(6, 5).unwrap();
+        assert_eq!(&b[..], b"world");
+        assert_eq!(mf.flush(0).unwrap(), 11);
+        assert!(mf.append(&vec![0u8; 8192]).is_none());
+        assert_eq!(mf.path().file_name().unwrap(), "00000000000000004096");
+    }
+
+    #[test]
+    fn write_buffer_is_invisible_until_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = Arc::new(TransientStorePool::new(1, 8192));
+        let mf = MappedFile::create(dir.path(), 0, 8192, Some(&pool)).unwrap();
+        assert_eq!(pool.available(), 0);
+        mf.append(b"abc").unwrap();
+        assert_eq!(mf.wrote_position(), 3);
+        assert_eq!(mf.committed_position(), 0);
+        assert!(mf.slice(0, 3).is_none());
+        // Less than 4 pages waiting: nothing to commit.
+        assert_eq!(mf.commit(4).unwrap(), 0);
+        assert_eq!(mf.commit(0).unwrap(), 3);
+        assert_eq!(mf.slice(0, 3).unwrap(), b"abc");
+        assert_eq!(mf.flush(0).unwrap(), 3);
+        // Reopening sees the committed bytes on disk.
+        let again = MappedFile::open(mf.path(), 0, 8192).unwrap();
+        assert_eq!(&again.raw()[..3], b"abc");
+        drop(mf);
+        assert_eq!(pool.available(), 1);
+    }
+
+    #[test]
+    fn open_rejects_wrong_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(file_name(0));
+        std::fs::write(&p, b"short").unwrap();
+        assert!(matches!(
+            MappedFile::open(&p, 0, 4096),
+            Err(StoreError::Layout { .. })
+        ));
+    }
+}

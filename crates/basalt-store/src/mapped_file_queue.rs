@@ -1,0 +1,676 @@
+//! An ordered run of equally sized [`MappedFile`]s that together form one
+//! logical log: the CommitLog, or one ConsumeQueue.
+//!
+//! Invariant: files are contiguous — file *k* starts at `first.start + k * size`
+//! — so finding the file for an offset is a division. Only the tail file is
+//! written; files leave from the head (expiry) or the tail (truncation).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::error::{Result, StoreError};
+use crate::fs_util;
+use crate::mapped_file::{MappedFile, PAGE_SIZE, parse_file_name};
+use crate::signal::Signal;
+use crate::transient_pool::TransientStorePool;
+
+/// See the module documentation.
+pub struct MappedFileQueue {
+    dir: PathBuf,
+    file_size: usize,
+    files: RwLock<Vec<Arc<MappedFile>>>,
+    /// Global offset up to which data is on disk.
+    flushed_where: AtomicI64,
+    /// Global offset up to which data is visible in the files.
+    committed_where: AtomicI64,
+    pool: Option<Arc<TransientStorePool>>,
+    allocator: Mutex<Option<Allocator>>,
+}
+
+impl std::fmt::Debug for MappedFileQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFileQueue")
+            .field("dir", &self.dir)
+            .field("file_size", &self.file_size)
+            .field("files", &self.files.read().len())
+            .finish()
+    }
+}
+
+impl MappedFileQueue {
+    pub fn new(dir: impl Into<PathBuf>, file_size: usize) -> Self {
+        MappedFileQueue {
+            dir: dir.into(),
+            file_size,
+            files: RwLock::new(Vec::new()),
+            flushed_where: AtomicI64::new(0),
+            committed_where: AtomicI64::new(0),
+            pool: None,
+            allocator: Mutex::new(None),
+        }
+    }
+
+    /// Appends of new files borrow write buffers from `pool`.
+    pub fn with_pool(mut self, pool: Arc<TransientStorePool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Starts a background thread that creates (and, with `warm`, pre-faults)
+    /// the next file before the writer needs it.
+    pub fn start_allocator(self: &Arc<Self>, warm: bool) {
+        let mut slot = self.allocator.lock();
+        if slot.is_none() {
+            *slot = Some(Allocator::start(Arc::downgrade(self), warm));
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// Maps every file in the directory. Names must be 20-digit offsets, sizes
+    /// must equal the configured file size, and the files must be contiguous.
+    /// Positions are set to "full"; recovery corrects the tail.
+    pub fn load(&self) -> Result<()> {
+        fs_util::create_dir_all_durable(&self.dir)?;
+        let mut found = Vec::new();
+        let rd = std::fs::read_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        for entry in rd {
+            let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(start) = name.to_str().and_then(parse_file_name) else {
+                continue;
+            };
+            found.push((start, entry.path()));
+        }
+        found.sort();
+        let mut files = Vec::with_capacity(found.len());
+        for (start, path) in found {
+            if start % self.file_size as i64 != 0 {
+                return Err(StoreError::Layout {
+                    path,
+                    reason: format!(
+                        "start offset {start} is not a multiple of the file size {}",
+                        self.file_size
+                    ),
+                });
+            }
+            if let Some((prev, _)) = files.last() {
+                let prev_end = prev + self.file_size as i64;
+                if prev_end != start {
+                    return Err(StoreError::Layout {
+                        path,
+                        reason: format!(
+                            "gap in the log: previous file ends at {prev_end}, this one starts at {start}"
+                        ),
+                    });
+                }
+            }
+            files.push((start, path));
+        }
+        // A short last file (a crash while it was being created or a cut
+        // tail) is extended with zeros: its missing part reads as a torn tail.
+        if let Some((_, path)) = files.last() {
+            let len = std::fs::metadata(path)
+                .map_err(|e| StoreError::io(path, e))?
+                .len();
+            if len < self.file_size as u64 {
+                tracing::warn!(file = %path.display(), len, expected = self.file_size,
+                    "last file is short; extending it with zeros");
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| StoreError::io(path, e))?;
+                f.set_len(self.file_size as u64)
+                    .map_err(|e| StoreError::io(path, e))?;
+                f.sync_all().map_err(|e| StoreError::io(path, e))?;
+            }
+        }
+        let files = files
+            .into_iter()
+            .map(|(start, path)| MappedFile::open(&path, start, self.file_size).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        *self.files.write() = files;
+        Ok(())
+    }
+
+    /// A snapshot of the files, oldest first.
+    pub fn files(&self) -> Vec<Arc<MappedFile>> {
+        self.files.read().clone()
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.files.read().len()
+    }
+
+    pub fn first(&self) -> Option<Arc<MappedFile>> {
+        self.files.read().first().cloned()
+    }
+
+    pub fn last(&self) -> Option<Arc<MappedFile>> {
+        self.files.read().last().cloned()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.read().is_empty()
+    }
+
+    /// The file holding global offset `offset`.
+    pub fn find_by_offset(&self, offset: i64) -> Option<Arc<MappedFile>> {
+        let files = self.files.read();
+        let first = files.first()?;
+        if offset < first.start_offset() {
+            return None;
+        }
+        let idx = ((offset - first.start_offset()) / self.file_size as i64) as usize;
+        let f = files.get(idx)?;
+        debug_assert!(f.start_offset() <= offset && offset < f.end_offset());
+        Some(Arc::clone(f))
+    }
+
+    /// Offset of the first byte still on disk (0 when empty).
+    pub fn min_offset(&self) -> i64 {
+        self.first().map(|f| f.start_offset()).unwrap_or(0)
+    }
+
+    /// Offset just past the last readable byte (0 when empty).
+    pub fn max_offset(&self) -> i64 {
+        self.last()
+            .map(|f| f.start_offset() + f.committed_position() as i64)
+            .unwrap_or(0)
+    }
+
+    /// Offset just past the last appended byte, readable or not.
+    pub fn max_wrote_offset(&self) -> i64 {
+        self.last()
+            .map(|f| f.start_offset() + f.wrote_position() as i64)
+            .unwrap_or(0)
+    }
+
+    pub fn flushed_where(&self) -> i64 {
+        self.flushed_where.load(Ordering::Acquire)
+    }
+
+    pub fn committed_where(&self) -> i64 {
+        self.committed_where.load(Ordering::Acquire)
+    }
+
+    /// Sets where flushing and committing resume (after recovery).
+    pub fn set_flushed_and_committed(&self, offset: i64) {
+        self.flushed_where.store(offset, Ordering::Release);
+        self.committed_where.store(offset, Ordering::Release);
+    }
+
+    /// Adds the file that starts at `start` as the new tail, taking it from the
+    /// allocator when it was prepared ahead of time. Writer only.
+    pub fn create_file(&self, start: i64) -> Result<Arc<MappedFile>> {
+        {
+            let files = self.files.read();
+            if let Some(last) = files.last() {
+                assert_eq!(
+                    last.end_offset(),
+                    start,
+                    "new file must follow the tail of {}",
+                    self.dir.display()
+                );
+            }
+        }
+        let prepared = self
+            .allocator
+            .lock()
+            .as_ref()
+            .and_then(|a| a.take(start, self.pool.is_some()));
+        let file = match prepared {
+            Some(f) => f,
+            None => {
+                fs_util::create_dir_all_durable(&self.dir)?;
+                Arc::new(MappedFile::create(
+                    &self.dir,
+                    start,
+                    self.file_size,
+                    self.pool.as_ref(),
+                )?)
+            }
+        };
+        // The new name must survive a crash before anything in it counts.
+        fs_util::fsync_dir(&self.dir)?;
+        self.files.write().push(Arc::clone(&file));
+        if let Some(a) = self.allocator.lock().as_ref() {
+            a.request(
+                self.dir.clone(),
+                start + self.file_size as i64,
+                self.file_size,
+            );
+        }
+        Ok(file)
+    }
+
+    /// The tail file, creating the first one (at `start_if_empty`) or the next
+    /// one when the tail is full. Writer only.
+    pub fn last_writable(&self, start_if_empty: i64) -> Result<Arc<MappedFile>> {
+        match self.last() {
+            None => self.create_file(start_if_empty),
+            Some(f) if f.is_full() => self.create_file(f.end_offset()),
+            Some(f) => Ok(f),
+        }
+    }
+
+    /// Cuts the log at `offset`: the file holding it keeps `[start, offset)`
+    /// and has its stale tail zeroed; later files are deleted.
+    pub fn truncate_dirty(&self, offset: i64) -> Result<()> {
+        let mut remove = Vec::new();
+        {
+            let files = self.files.read();
+            for f in files.iter() {
+                if f.end_offset() <= offset {
+                    continue;
+                }
+                if f.start_offset() <= offset {
+                    let pos = (offset - f.start_offset()) as usize;
+                    zero_dirty_tail(f, pos);
+                    f.set_positions(pos);
+                } else {
+                    remove.push(Arc::clone(f));
+                }
+            }
+        }
+        if !remove.is_empty() {
+            self.files
+                .write()
+                .retain(|f| !remove.iter().any(|r| Arc::ptr_eq(r, f)));
+            for f in &remove {
+                tracing::warn!(file = %f.path().display(), "deleting file past the end of the log");
+                f.destroy()?;
+            }
+            fs_util::fsync_dir(&self.dir)?;
+        }
+        if self.flushed_where() > offset {
+            self.flushed_where.store(offset, Ordering::Release);
+        }
+        if self.committed_where() > offset {
+            self.committed_where.store(offset, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Copies write-buffer contents into the files (transient pool mode).
+    /// Returns true when nothing was left to commit.
+    pub fn commit(&self, least_pages: usize) -> Result<bool> {
+        let mut progressed = false;
+        loop {
+            let at = self.committed_where();
+            let Some(f) = self.find_by_offset(at).or_else(|| self.first_if_at(at)) else {
+                return Ok(!progressed);
+            };
+            let pos = f.commit(least_pages)?;
+            let new_where = f.start_offset() + pos as i64;
+            if new_where != at {
+                progressed = true;
+            }
+            self.committed_where.store(new_where, Ordering::Release);
+            if pos < f.size() {
+                return Ok(!progressed);
+            }
+        }
+    }
+
+    /// fsyncs what is committed but not yet flushed, if at least `least_pages`
+    /// pages wait (0: anything). Returns the new flushed offset.
+    pub fn flush(&self, least_pages: usize) -> Result<i64> {
+        loop {
+            let at = self.flushed_where();
+            let Some(f) = self.find_by_offset(at).or_else(|| self.first_if_at(at)) else {
+                return Ok(at);
+            };
+            let pos = f.flush(least_pages)?;
+            let new_where = f.start_offset() + pos as i64;
+            self.flushed_where.store(new_where, Ordering::Release);
+            if pos < f.size() {
+                return Ok(new_where);
+            }
+            // The file is complete; carry on into the next one, if any.
+            if self.find_by_offset(new_where).is_none() {
+                return Ok(new_where);
+            }
+        }
+    }
+
+    /// With an empty log both positions are 0 but no file holds offset 0 yet.
+    fn first_if_at(&self, at: i64) -> Option<Arc<MappedFile>> {
+        self.first().filter(|f| f.start_offset() == at)
+    }
+
+    /// Deletes files (never the tail one) last modified more than
+    /// `reserved` ago, or all but the tail when `force`; at most `max_files`,
+    /// pausing `interval` between deletions. Returns the files deleted.
+    pub fn delete_expired_by_time(
+        &self,
+        reserved: Duration,
+        force: bool,
+        max_files: usize,
+        interval: Duration,
+    ) -> Result<usize> {
+        let files = self.files();
+        if files.len() <= 1 {
+            return Ok(0);
+        }
+        let now = SystemTime::now();
+        let mut victims = Vec::new();
+        for f in &files[..files.len() - 1] {
+            if victims.len() >= max_files {
+                break;
+            }
+            let expired = match f.last_modified() {
+                Some(m) => now
+                    .duration_since(m)
+                    .map(|age| age >= reserved)
+                    .unwrap_or(false),
+                None => false,
+            };
+            if expired || force {
+                victims.push(Arc::clone(f));
+            } else {
+                // Files are in age order; the first young one ends the run.
+                break;
+            }
+        }
+        self.remove_head(&victims, interval)?;
+        Ok(victims.len())
+    }
+
+    /// Deletes the given files, which must be a prefix of the queue.
+    pub fn remove_head(&self, victims: &[Arc<MappedFile>], interval: Duration) -> Result<()> {
+        if victims.is_empty() {
+            return Ok(());
+        }
+        {
+            let files = self.files.read();
+            for (a, b) in victims.iter().zip(files.iter()) {
+                assert!(Arc::ptr_eq(a, b), "only the head of a log may be deleted");
+            }
+        }
+        for (i, f) in victims.iter().enumerate() {
+            self.files.write().retain(|x| !Arc::ptr_eq(x, f));
+            tracing::info!(file = %f.path().display(), "deleting expired file");
+            f.destroy()?;
+            if i + 1 < victims.len() && !interval.is_zero() {
+                std::thread::sleep(interval);
+            }
+        }
+        fs_util::fsync_dir(&self.dir)
+    }
+
+    /// Removes every file (topic deletion).
+    pub fn destroy_all(&self) -> Result<()> {
+        let files = std::mem::take(&mut *self.files.write());
+        for f in files {
+            f.destroy()?;
+        }
+        self.set_flushed_and_committed(0);
+        match std::fs::remove_dir(&self.dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Ok(()),
+            Err(e) => Err(StoreError::io(&self.dir, e)),
+        }
+    }
+
+    /// Stops the allocator thread and removes a file it prepared but nobody used.
+    pub fn shutdown(&self) {
+        let end = self.last().map(|f| f.end_offset()).unwrap_or(0);
+        if let Some(a) = self.allocator.lock().take() {
+            a.stop(end);
+        }
+    }
+}
+
+impl Drop for MappedFileQueue {
+    fn drop(&mut self) {
+        let end = self
+            .files
+            .get_mut()
+            .last()
+            .map(|f| f.end_offset())
+            .unwrap_or(0);
+        if let Some(a) = self.allocator.get_mut().take() {
+            a.stop(end);
+        }
+    }
+}
+
+/// Zeroes the pages after `pos` that hold anything, so that stale bytes past a
+/// cut can never be read back as records. Pages that are already all zero
+/// (including never-written, sparse ones) are only read.
+fn zero_dirty_tail(f: &MappedFile, pos: usize) {
+    let raw = f.raw();
+    let size = raw.len();
+    if pos >= size {
+        return;
+    }
+    // The partial first page.
+    let first_page_end = ((pos / PAGE_SIZE) + 1) * PAGE_SIZE;
+    let head_end = first_page_end.min(size);
+    if raw[pos..head_end].iter().any(|b| *b != 0) {
+        f.zero_range(pos, head_end - pos);
+    }
+    let mut p = head_end;
+    while p < size {
+        let end = (p + PAGE_SIZE).min(size);
+        if raw[p..end].iter().any(|b| *b != 0) {
+            f.zero_range(p, end - p);
+        }
+        p = end;
+    }
+}
+
+/// Background creator of the next file (RocketMQ's AllocateMappedFileService).
+struct Allocator {
+    shared: Arc<AllocatorShared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct AllocatorShared {
+    request: Mutex<Option<(PathBuf, i64, usize)>>,
+    ready: Mutex<Option<Arc<MappedFile>>>,
+    signal: Signal,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+impl Allocator {
+    fn start(queue: std::sync::Weak<MappedFileQueue>, warm: bool) -> Allocator {
+        let shared = Arc::new(AllocatorShared {
+            request: Mutex::new(None),
+            ready: Mutex::new(None),
+            signal: Signal::new(),
+            stop: std::sync::atomic::AtomicBool::new(false),
+        });
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("basalt-allocate".into())
+            .spawn(move || {
+                while !s.stop.load(Ordering::Acquire) {
+                    s.signal.wait(None);
+                    let Some((dir, start, size)) = s.request.lock().take() else {
+                        continue;
+                    };
+                    let pool = queue.upgrade().and_then(|q| q.pool.clone());
+                    let created = fs_util::create_dir_all_durable(&dir)
+                        .and_then(|_| MappedFile::create(&dir, start, size, pool.as_ref()));
+                    match created {
+                        Ok(f) => {
+                            if warm {
+                                f.warm();
+                            }
+                            *s.ready.lock() = Some(Arc::new(f));
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not pre-allocate the next file; the writer will create it")
+                        }
+                    }
+                }
+            })
+            .expect("spawn allocator thread");
+        Allocator {
+            shared,
+            thread: Some(thread),
+        }
+    }
+
+    fn request(&self, dir: PathBuf, start: i64, size: usize) {
+        *self.shared.request.lock() = Some((dir, start, size));
+        self.shared.signal.notify();
+    }
+
+    /// The prepared file for `start`, if that is what was prepared.
+    ///
+    /// A prepared file for another offset is dropped from the slot but never
+    /// deleted here: the writer may have created the same file itself while
+    /// the allocator was slow, and then it holds data. Unused files are
+    /// removed by [`Allocator::stop`] only if they lie past the log's end.
+    fn take(&self, start: i64, wants_buffer: bool) -> Option<Arc<MappedFile>> {
+        let mut ready = self.shared.ready.lock();
+        match ready.take() {
+            Some(f) if f.start_offset() == start && (!wants_buffer || f.has_write_buffer()) => {
+                Some(f)
+            }
+            Some(other) if other.start_offset() > start => {
+                // Prepared ahead of time for a later roll: keep it.
+                *ready = Some(other);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Stops the thread. A prepared file that starts at or after `log_end`
+    /// holds nothing and would look like an empty tail on the next start, so
+    /// it is removed.
+    fn stop(mut self, log_end: i64) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.signal.notify();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(f) = self.shared.ready.lock().take() {
+            if f.start_offset() >= log_end && f.wrote_position() == 0 {
+                let _ = f.destroy();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(dir: &Path, size: usize) -> MappedFileQueue {
+        let q = MappedFileQueue::new(dir, size);
+        q.load().unwrap();
+        q
+    }
+
+    #[test]
+    fn offsets_across_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = queue(dir.path(), 4096);
+        for i in 0..3 {
+            let f = q.last_writable(0).unwrap();
+            assert_eq!(f.start_offset(), i * 4096);
+            f.append(&vec![1u8; 4096]).unwrap();
+        }
+        assert_eq!(q.file_count(), 3);
+        assert_eq!(q.max_offset(), 3 * 4096);
+        assert_eq!(q.find_by_offset(5000).unwrap().start_offset(), 4096);
+        assert!(q.find_by_offset(3 * 4096).is_none());
+        assert_eq!(q.flush(0).unwrap(), 3 * 4096);
+    }
+
+    #[test]
+    fn truncate_deletes_later_files_and_zeroes_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = queue(dir.path(), 4096);
+        for _ in 0..3 {
+            q.last_writable(0)
+                .unwrap()
+                .append(&vec![7u8; 4096])
+                .unwrap();
+        }
+        q.truncate_dirty(5000).unwrap();
+        assert_eq!(q.file_count(), 2);
+        assert_eq!(q.max_offset(), 5000);
+        let f = q.last().unwrap();
+        assert!(f.raw()[5000 - 4096..].iter().all(|b| *b == 0));
+        assert!(f.raw()[..5000 - 4096].iter().all(|b| *b == 7));
+        // Reload sees two contiguous files.
+        drop(q);
+        let q = queue(dir.path(), 4096);
+        assert_eq!(q.file_count(), 2);
+    }
+
+    #[test]
+    fn load_rejects_gaps_and_bad_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 4096]).unwrap();
+        std::fs::write(dir.path().join("00000000000000008192"), vec![0u8; 4096]).unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096);
+        assert!(matches!(q.load(), Err(StoreError::Layout { .. })));
+        std::fs::remove_file(dir.path().join("00000000000000008192")).unwrap();
+        // A short file in the middle is an error; the last one is extended.
+        std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 100]).unwrap();
+        std::fs::write(dir.path().join("00000000000000004096"), vec![0u8; 100]).unwrap();
+        assert!(matches!(q.load(), Err(StoreError::Layout { .. })));
+        std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 4096]).unwrap();
+        q.load().unwrap();
+        assert_eq!(q.file_count(), 2);
+    }
+
+    #[test]
+    fn allocator_prepares_next_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Arc::new(queue(dir.path(), 4096));
+        q.start_allocator(true);
+        q.last_writable(0)
+            .unwrap()
+            .append(&vec![1u8; 4096])
+            .unwrap();
+        // Wait (bounded) for the allocator to prepare file 4096.
+        for _ in 0..200 {
+            if dir.path().join("00000000000000004096").exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let f = q.last_writable(0).unwrap();
+        assert_eq!(f.start_offset(), 4096);
+        q.shutdown();
+        // The file prepared for 8192 but never used is gone.
+        assert!(!dir.path().join("00000000000000008192").exists());
+    }
+
+    #[test]
+    fn delete_expired_keeps_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = queue(dir.path(), 4096);
+        for _ in 0..3 {
+            q.last_writable(0)
+                .unwrap()
+                .append(&vec![1u8; 4096])
+                .unwrap();
+        }
+        let n = q
+            .delete_expired_by_time(Duration::ZERO, true, 10, Duration::ZERO)
+            .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(q.file_count(), 1);
+        assert_eq!(q.min_offset(), 8192);
+    }
+}

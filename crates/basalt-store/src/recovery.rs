@@ -1,0 +1,393 @@
+//! Crash recovery (seed 003; spec §4.2, §5.3–5.4).
+//!
+//! * **Normal** (the abort file is absent: the last run shut down cleanly):
+//!   validate the last three CommitLog files and cut anything invalid at the
+//!   tail; ConsumeQueues are trusted up to their last valid unit and whatever
+//!   the CommitLog holds past them is dispatched on start.
+//! * **Abnormal** (the abort file is present): start at the CommitLog file
+//!   whose first record is older than the checkpoint (minus 3 s), validate
+//!   every record from there and re-dispatch it into the ConsumeQueues and the
+//!   index (both skip what they already have).
+//!
+//! Either way: the first invalid record (bad magic, bad length, bad CRC,
+//! wrong PHYSICALOFFSET, zeros) ends the log and everything after it is cut —
+//! unless a valid record follows it, which means damage in the middle of the
+//! log: that is an error naming the file and offset, never a silent drop.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use basalt_common::record::{self, RecordHead, RecordView};
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::{CommitLog, TopicQueueTable};
+use crate::consume_queue::ConsumeQueueTable;
+use crate::dispatch::{DispatchRequest, Dispatcher};
+use crate::error::{Result, StoreError};
+use crate::mapped_file::MappedFile;
+
+/// Why a scan of a file stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanStop {
+    /// The file ended with a filler (or exactly): the log goes on in the next file.
+    EndOfFile,
+    /// The never-written zero area starts here.
+    Zeros { pos: usize },
+    /// Something that is not a valid record starts here.
+    Invalid { pos: usize, reason: String },
+}
+
+/// Walks the records of `raw` (one CommitLog file starting at global offset
+/// `base`) from `from`, calling `visit` for each valid record.
+pub fn scan_file(
+    raw: &[u8],
+    base: i64,
+    from: usize,
+    check_crc: bool,
+    mut visit: impl FnMut(&RecordView<'_>) -> Result<()>,
+) -> Result<ScanStop> {
+    let size = raw.len();
+    let mut pos = from;
+    loop {
+        if pos + record::BLANK_LEN > size {
+            // Writers always leave room for a filler, so a clean file never
+            // ends here unless it is exactly full.
+            if pos == size {
+                return Ok(ScanStop::EndOfFile);
+            }
+            return Ok(ScanStop::Invalid {
+                pos,
+                reason: format!("{} bytes left, too few for a record or filler", size - pos),
+            });
+        }
+        match record::peek_head(&raw[pos..]) {
+            Some(RecordHead::Message { total_size }) => {
+                if pos + total_size > size {
+                    return Ok(ScanStop::Invalid {
+                        pos,
+                        reason: format!(
+                            "record of {total_size} bytes runs past the end of the file"
+                        ),
+                    });
+                }
+                let view = match RecordView::parse(&raw[pos..pos + total_size], check_crc) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return Ok(ScanStop::Invalid {
+                            pos,
+                            reason: e.to_string(),
+                        });
+                    }
+                };
+                let expect = base + pos as i64;
+                if view.physical_offset != expect {
+                    return Ok(ScanStop::Invalid {
+                        pos,
+                        reason: format!(
+                            "record says it is at offset {} but sits at {expect}",
+                            view.physical_offset
+                        ),
+                    });
+                }
+                visit(&view)?;
+                pos += total_size;
+            }
+            Some(RecordHead::Blank) => {
+                let declared = record::read_i32(raw, pos) as i64;
+                if declared != (size - pos) as i64 {
+                    return Ok(ScanStop::Invalid {
+                        pos,
+                        reason: format!(
+                            "end-of-file filler declares {declared} bytes but {} remain",
+                            size - pos
+                        ),
+                    });
+                }
+                return Ok(ScanStop::EndOfFile);
+            }
+            Some(RecordHead::Zeros) => return Ok(ScanStop::Zeros { pos }),
+            Some(RecordHead::Garbage { magic, total_size }) => {
+                return Ok(ScanStop::Invalid {
+                    pos,
+                    reason: format!("no record here: size {total_size}, magic {magic:#010x}"),
+                });
+            }
+            None => unreachable!("checked 8 bytes are available"),
+        }
+    }
+}
+
+/// The global offset of a valid record that starts after `pos` in file
+/// `files[idx]`, or at the start of a later file — proof that the log is
+/// damaged in the middle rather than torn at the end.
+pub fn find_valid_record_after(files: &[Arc<MappedFile>], idx: usize, pos: usize) -> Option<i64> {
+    let f = &files[idx];
+    let raw = f.raw();
+    for (start, end) in data_ranges(f, pos + 1) {
+        if let Some(found) = find_valid_record_in(raw, f.start_offset(), start.max(pos + 1), end) {
+            return Some(found);
+        }
+    }
+    files[idx + 1..]
+        .iter()
+        .find(|g| valid_record_at(g.raw(), g.start_offset(), 0))
+        .map(|g| g.start_offset())
+}
+
+/// The first position in `raw[from..to)` (a file starting at global `base`)
+/// where a valid record (CRC checked, PHYSICALOFFSET equal to its position)
+/// starts, as a global offset.
+pub fn find_valid_record_in(raw: &[u8], base: i64, from: usize, to: usize) -> Option<i64> {
+    let to = to.min(raw.len());
+    if from + 4 >= to {
+        return None;
+    }
+    // A record's magic sits 4 bytes into it; search from the first place a
+    // record starting at or after `from` could have its magic.
+    let search_from = from + 4;
+    let window = &raw[search_from..to];
+    let mut best: Option<i64> = None;
+    for magic in [record::MAGIC_V1, record::MAGIC_V2] {
+        let needle = magic.to_be_bytes();
+        for hit in memchr::memmem::find_iter(window, &needle) {
+            let at = search_from + hit - 4;
+            if valid_record_at(raw, base, at) {
+                let g = base + at as i64;
+                best = Some(best.map_or(g, |b| b.min(g)));
+                break;
+            }
+        }
+    }
+    best
+}
+
+/// Whether a valid record whose PHYSICALOFFSET matches starts at `at`.
+pub fn valid_record_at(raw: &[u8], base: i64, at: usize) -> bool {
+    match RecordView::parse(&raw[at.min(raw.len())..], true) {
+        Ok(v) => v.physical_offset == base + at as i64,
+        Err(_) => false,
+    }
+}
+
+/// Byte ranges of a file from `from` that hold data (holes skipped).
+fn data_ranges(f: &MappedFile, from: usize) -> Vec<(usize, usize)> {
+    let size = f.size();
+    if from >= size {
+        return Vec::new();
+    }
+    let Ok(file) = std::fs::File::open(f.path()) else {
+        return vec![(from, size)];
+    };
+    use std::os::unix::io::AsRawFd;
+    let fd = file.as_raw_fd();
+    let mut out = Vec::new();
+    let mut at = from as libc::off_t;
+    while (at as usize) < size {
+        // SAFETY: plain lseek on a descriptor we own.
+        let data = unsafe { libc::lseek(fd, at, libc::SEEK_DATA) };
+        if data < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::ENXIO) {
+                break; // no more data
+            }
+            // SEEK_DATA unsupported: scan everything.
+            return vec![(from, size)];
+        }
+        // SAFETY: as above.
+        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+        let hole = if hole < 0 { size as libc::off_t } else { hole };
+        let (s, e) = (data as usize, (hole as usize).min(size));
+        if s >= size {
+            break;
+        }
+        out.push((s, e));
+        at = hole;
+    }
+    // Data written through the mapping may not be allocated yet (delayed
+    // allocation still counts it as data), so this is complete.
+    out
+}
+
+/// What recovery found and did.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    pub abnormal: bool,
+    /// Where scanning started.
+    pub scan_from: i64,
+    /// The end of the valid log.
+    pub log_end: i64,
+    /// Bytes cut off the tail of the CommitLog.
+    pub cut_bytes: i64,
+    /// Why the scan stopped where it did (for the log).
+    pub stop: String,
+    pub records_scanned: u64,
+    pub bytes_scanned: u64,
+    pub consume_queue_units_dropped: u64,
+    pub elapsed: Duration,
+}
+
+/// Recovers the CommitLog, ConsumeQueues and index. See the module docs.
+pub fn recover(
+    commit_log: &CommitLog,
+    consume_queues: &ConsumeQueueTable,
+    dispatcher: &Dispatcher,
+    checkpoint: &Checkpoint,
+    mut abnormal: bool,
+) -> Result<RecoveryReport> {
+    let started = Instant::now();
+    let mut report = RecoveryReport::default();
+
+    // ConsumeQueues first, in parallel: each keeps its valid prefix.
+    report.consume_queue_units_dropped = recover_consume_queues(consume_queues)?;
+    if report.consume_queue_units_dropped > 0 && !abnormal {
+        tracing::warn!(
+            dropped = report.consume_queue_units_dropped,
+            "ConsumeQueue units were cut after a clean shutdown; re-dispatching from the checkpoint"
+        );
+        abnormal = true;
+    }
+    report.abnormal = abnormal;
+
+    let files = commit_log.files().files();
+    let check_crc = commit_log.config().check_crc_on_recover;
+    if files.is_empty() {
+        commit_log.set_recovered_end(0);
+        finish_queues(commit_log, consume_queues, dispatcher, 0)?;
+        report.elapsed = started.elapsed();
+        return Ok(report);
+    }
+
+    let start_idx = if abnormal {
+        start_file_for_checkpoint(&files, checkpoint)
+    } else {
+        files.len().saturating_sub(3)
+    };
+    report.scan_from = files[start_idx].start_offset();
+
+    let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);
+    let mut stopped_at: Option<(usize, usize)> = None;
+    for (i, f) in files.iter().enumerate().skip(start_idx) {
+        let raw = f.raw();
+        let stop = scan_file(raw, f.start_offset(), 0, check_crc, |view| {
+            report.records_scanned += 1;
+            report.bytes_scanned += view.total_size() as u64;
+            if abnormal {
+                if let Some(req) = DispatchRequest::from_record(view, &dispatcher.delays) {
+                    dispatcher.dispatch(&req, false)?;
+                }
+            }
+            Ok(())
+        })?;
+        match stop {
+            ScanStop::EndOfFile => continue,
+            ScanStop::Zeros { pos } => {
+                report.stop = format!("end of data in {} at {pos}", f.path().display());
+                log_end = f.start_offset() + pos as i64;
+                stopped_at = Some((i, pos));
+                break;
+            }
+            ScanStop::Invalid { pos, reason } => {
+                tracing::warn!(file = %f.path().display(), pos, %reason, "invalid record: the log ends here");
+                report.stop = format!("{reason} in {} at {pos}", f.path().display());
+                log_end = f.start_offset() + pos as i64;
+                stopped_at = Some((i, pos));
+                break;
+            }
+        }
+    }
+
+    if let Some((i, pos)) = stopped_at {
+        if let Some(next_valid) = find_valid_record_after(&files, i, pos) {
+            let f = &files[i];
+            return Err(StoreError::MiddleCorruption {
+                path: f.path().to_path_buf(),
+                offset: f.start_offset() + pos as i64,
+                file_offset: pos,
+                reason: report.stop.clone(),
+                next_valid,
+            });
+        }
+    }
+
+    let wrote_end = commit_log.files().max_wrote_offset();
+    report.cut_bytes = (wrote_end - log_end).max(0);
+    commit_log.truncate(log_end)?;
+    commit_log.set_recovered_end(log_end);
+    report.log_end = log_end;
+    finish_queues(commit_log, consume_queues, dispatcher, log_end)?;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// Cuts ConsumeQueue units and index watermarks past `log_end`, rebuilds the
+/// topic queue table and corrects min offsets.
+fn finish_queues(
+    commit_log: &CommitLog,
+    consume_queues: &ConsumeQueueTable,
+    dispatcher: &Dispatcher,
+    log_end: i64,
+) -> Result<()> {
+    let min = commit_log.min_offset();
+    let mut table = TopicQueueTable::default();
+    for cq in consume_queues.all() {
+        cq.truncate_dirty(log_end)?;
+        cq.correct_min_offset(min);
+        table.set(cq.topic(), cq.queue_id(), cq.max_offset());
+    }
+    if let Some(index) = &dispatcher.index {
+        index.clamp_indexed_below(log_end);
+    }
+    commit_log.set_topic_queue_table(table);
+    Ok(())
+}
+
+/// Index of the newest file whose first record was stored at least 3 s
+/// before the checkpoint's oldest time (RocketMQ's `isMappedFileMatchedRecover`).
+fn start_file_for_checkpoint(files: &[Arc<MappedFile>], cp: &Checkpoint) -> usize {
+    let min_ts = cp.min_timestamp();
+    if min_ts <= 0 {
+        return 0;
+    }
+    let limit = min_ts - 3000;
+    for (i, f) in files.iter().enumerate().rev() {
+        if let Ok(v) = RecordView::parse(f.raw(), false) {
+            if v.store_timestamp != 0 && v.store_timestamp <= limit {
+                return i;
+            }
+        }
+    }
+    0
+}
+
+fn recover_consume_queues(table: &ConsumeQueueTable) -> Result<u64> {
+    let queues = table.all();
+    if queues.is_empty() {
+        return Ok(0);
+    }
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = queues.len().div_ceil(workers);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = queues
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || -> Result<u64> {
+                    let mut dropped = 0;
+                    for q in part {
+                        dropped += q.recover()?;
+                    }
+                    Ok(dropped)
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for h in handles {
+            total += h.join().map_err(|_| {
+                StoreError::Config("ConsumeQueue recovery thread panicked".into())
+            })??;
+        }
+        Ok(total)
+    })
+}

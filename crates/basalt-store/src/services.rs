@@ -1,0 +1,355 @@
+//! Background services of the store (seed 004): CommitLog flush (group commit
+//! for SYNC_FLUSH, interval flush for ASYNC_FLUSH), CommitLog commit (transient
+//! store pool), ConsumeQueue/index flush with the checkpoint, and cleanup of
+//! expired files.
+//!
+//! Every service sleeps on a [`Signal`] or a timer and does nothing while the
+//! store is idle.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use basalt_common::config::FlushDiskType;
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::CommitLog;
+use crate::consume_queue::ConsumeQueueTable;
+use crate::dispatch::Dispatcher;
+use crate::health::Health;
+use crate::index::IndexService;
+use crate::signal::Signal;
+
+/// A named background thread with a stop flag and its own wake-up signal.
+pub struct ServiceThread {
+    name: &'static str,
+    stop: Arc<AtomicBool>,
+    /// Every signal the service may sleep on; all are notified on stop.
+    wakes: Vec<Arc<Signal>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServiceThread {
+    fn spawn(
+        name: &'static str,
+        wakes: Vec<Arc<Signal>>,
+        body: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
+    ) -> ServiceThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name(format!("basalt-{name}"))
+            .spawn(move || body(s))
+            .expect("spawn store service thread");
+        ServiceThread {
+            name,
+            stop,
+            wakes,
+            thread: Some(thread),
+        }
+    }
+
+    /// Asks the service to finish its last round and waits for it.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for w in &self.wakes {
+            w.notify();
+        }
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                tracing::error!(service = self.name, "store service panicked");
+            }
+        }
+    }
+}
+
+impl Drop for ServiceThread {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Starts the CommitLog flush service for the configured flush type.
+///
+/// * SYNC_FLUSH: group commit. The service sleeps until an append arrives,
+///   then fsyncs everything written so far; appends made during an fsync are
+///   covered by the next one. One fsync serves every waiter it covers.
+/// * ASYNC_FLUSH: every `flushIntervalCommitLog`, fsync if at least
+///   `flushCommitLogLeastPages` pages are dirty, or anything once per
+///   `flushCommitLogThoroughInterval`. Sleeps without timeout while clean.
+pub fn start_flush_service(
+    commit_log: Arc<CommitLog>,
+    checkpoint: Arc<Checkpoint>,
+) -> ServiceThread {
+    let wake = Arc::new(Signal::new());
+    let stop_wake = Arc::clone(&wake);
+    let cfg = commit_log.config().clone();
+    let wakes = vec![Arc::clone(&wake), Arc::clone(&commit_log.flush_signal)];
+    ServiceThread::spawn("flush", wakes, move |stop| {
+        let mut last_thorough = Instant::now();
+        loop {
+            let stopping = stop.load(Ordering::Acquire);
+            if stopping {
+                // Final flush of everything.
+                if let Ok(Some(ts)) = commit_log.flush(0) {
+                    checkpoint.set_physic_msg_timestamp(ts);
+                }
+                return;
+            }
+            if commit_log.health().is_poisoned() {
+                stop_wake.wait(None);
+                continue;
+            }
+            let dirty = commit_log
+                .files()
+                .committed_where()
+                .max(commit_log.max_offset())
+                > commit_log.flushed_offset();
+            match cfg.flush_disk_type {
+                FlushDiskType::SyncFlush => {
+                    if !dirty {
+                        wait_either(&commit_log.flush_signal, &stop, None);
+                        continue;
+                    }
+                    if let Ok(Some(ts)) = commit_log.flush(0) {
+                        checkpoint.set_physic_msg_timestamp(ts);
+                    }
+                }
+                FlushDiskType::AsyncFlush => {
+                    if !dirty {
+                        wait_either(&commit_log.flush_signal, &stop, None);
+                        continue;
+                    }
+                    stop_wake.wait(Some(cfg.flush_interval_commit_log));
+                    if stop.load(Ordering::Acquire) {
+                        continue;
+                    }
+                    let thorough =
+                        last_thorough.elapsed() >= cfg.flush_commit_log_thorough_interval;
+                    let least = if thorough {
+                        last_thorough = Instant::now();
+                        0
+                    } else {
+                        cfg.flush_commit_log_least_pages
+                    };
+                    if let Ok(Some(ts)) = commit_log.flush(least) {
+                        checkpoint.set_physic_msg_timestamp(ts);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Sleeps on `signal` (appends) until notified, the timeout, or stop. The
+/// stop path notifies the service's own signal, so the data signal is checked
+/// with a short bound only while stopping is requested.
+fn wait_either(signal: &Signal, stop: &AtomicBool, timeout: Option<Duration>) {
+    if stop.load(Ordering::Acquire) {
+        return;
+    }
+    signal.wait(timeout);
+}
+
+/// Starts the commit service of the transient store pool: every
+/// `commitIntervalCommitLog`, copy at least `commitCommitLogLeastPages` pages
+/// (or anything once per thorough interval) from write buffers into files.
+pub fn start_commit_service(commit_log: Arc<CommitLog>) -> ServiceThread {
+    let wake = Arc::new(Signal::new());
+    let stop_wake = Arc::clone(&wake);
+    let cfg = commit_log.config().clone();
+    let wakes = vec![Arc::clone(&wake), Arc::clone(&commit_log.commit_signal)];
+    ServiceThread::spawn("commit", wakes, move |stop| {
+        let mut last_thorough = Instant::now();
+        loop {
+            if stop.load(Ordering::Acquire) {
+                if let Err(e) = commit_log.commit(0) {
+                    tracing::error!(error = %e, "final commit failed");
+                }
+                return;
+            }
+            let pending = commit_log.max_wrote_offset() > commit_log.files().committed_where();
+            if !pending {
+                wait_either(&commit_log.commit_signal, &stop, None);
+                continue;
+            }
+            stop_wake.wait(Some(cfg.commit_interval_commit_log));
+            let thorough = last_thorough.elapsed() >= cfg.commit_commit_log_thorough_interval;
+            let least = if thorough {
+                last_thorough = Instant::now();
+                0
+            } else {
+                cfg.commit_commit_log_least_pages
+            };
+            if let Err(e) = commit_log.commit(least) {
+                tracing::error!(error = %e, "commit of the write buffer failed");
+                commit_log.health().poison(&e);
+            }
+        }
+    })
+}
+
+/// Starts the ConsumeQueue flush service: every `flushIntervalConsumeQueue`
+/// fsync queues with at least `flushConsumeQueueLeastPages` dirty pages (all
+/// dirty ones once per thorough interval), the newest index file, then write
+/// the checkpoint.
+pub fn start_consume_queue_flush_service(
+    commit_log: Arc<CommitLog>,
+    dispatcher: Arc<Dispatcher>,
+    checkpoint: Arc<Checkpoint>,
+    health: Arc<Health>,
+) -> ServiceThread {
+    let wake = Arc::new(Signal::new());
+    let stop_wake = Arc::clone(&wake);
+    let cfg = commit_log.config().clone();
+    ServiceThread::spawn("flush-cq", vec![Arc::clone(&wake)], move |stop| {
+        let mut last_thorough = Instant::now();
+        let mut last_written = (0i64, 0i64, 0i64);
+        loop {
+            let stopping = stop.load(Ordering::Acquire);
+            if !stopping {
+                stop_wake.wait(Some(cfg.flush_interval_consume_queue));
+            }
+            let stopping = stop.load(Ordering::Acquire);
+            if health.is_poisoned() && !stopping {
+                continue;
+            }
+            let thorough =
+                stopping || last_thorough.elapsed() >= cfg.flush_consume_queue_thorough_interval;
+            let least = if thorough {
+                last_thorough = Instant::now();
+                0
+            } else {
+                cfg.flush_consume_queue_least_pages
+            };
+            if let Err(e) =
+                flush_queues_and_checkpoint(&dispatcher, &checkpoint, least, &mut last_written)
+            {
+                health.poison(&e);
+            }
+            if stopping {
+                return;
+            }
+        }
+    })
+}
+
+/// One round of the ConsumeQueue flush service; with `least_pages == 0`
+/// everything dispatched is flushed and the checkpoint's ConsumeQueue and
+/// index times advance to what was dispatched before the round began.
+pub(crate) fn flush_queues_and_checkpoint(
+    dispatcher: &Dispatcher,
+    checkpoint: &Checkpoint,
+    least_pages: usize,
+    last_written: &mut (i64, i64, i64),
+) -> crate::error::Result<()> {
+    // Sampled before flushing: the flush then covers everything up to it.
+    let dispatched_ts = dispatcher.last_store_timestamp();
+    for q in dispatcher.consume_queues.all() {
+        q.flush(least_pages)?;
+    }
+    if least_pages == 0 {
+        if let Some(index) = &dispatcher.index {
+            index.flush()?;
+        }
+        if dispatched_ts > 0 {
+            checkpoint.set_logics_msg_timestamp(dispatched_ts);
+            if dispatcher.index.is_some() {
+                checkpoint.set_index_msg_timestamp(dispatched_ts);
+            }
+        }
+    }
+    let now = (
+        checkpoint.physic_msg_timestamp(),
+        checkpoint.logics_msg_timestamp(),
+        checkpoint.index_msg_timestamp(),
+    );
+    if now != *last_written {
+        checkpoint.flush()?;
+        *last_written = now;
+    }
+    Ok(())
+}
+
+/// Starts the cleanup service: every `cleanResourceInterval`, delete
+/// CommitLog files older than `fileReservedTime` when it is `deleteWhen` or
+/// the disk is fuller than `diskMaxUsedSpaceRatio`, then ConsumeQueue and
+/// index files that point only at deleted data.
+pub fn start_cleanup_service(
+    commit_log: Arc<CommitLog>,
+    queues: Arc<ConsumeQueueTable>,
+    index: Option<Arc<IndexService>>,
+) -> ServiceThread {
+    let wake = Arc::new(Signal::new());
+    let stop_wake = Arc::clone(&wake);
+    let cfg = commit_log.config().clone();
+    ServiceThread::spawn("cleanup", vec![Arc::clone(&wake)], move |stop| {
+        loop {
+            stop_wake.wait(Some(cfg.clean_resource_interval));
+            if stop.load(Ordering::Acquire) {
+                return;
+            }
+            if let Err(e) = clean_once(&commit_log, &queues, index.as_deref(), false) {
+                tracing::error!(error = %e, "cleanup failed");
+            }
+        }
+    })
+}
+
+/// One cleanup round. With `force`, expired-or-not does not matter (manual
+/// cleanup by an operator). Returns the CommitLog files deleted.
+pub fn clean_once(
+    commit_log: &CommitLog,
+    queues: &ConsumeQueueTable,
+    index: Option<&IndexService>,
+    force: bool,
+) -> crate::error::Result<usize> {
+    let cfg = commit_log.config();
+    let disk_full = crate::fs_util::disk_used_percent(&cfg.root_dir)
+        .map(|p| p >= cfg.disk_max_used_space_ratio)
+        .unwrap_or(false);
+    let time_up = is_delete_hour(&cfg.delete_when);
+    let mut deleted = 0;
+    if time_up || disk_full || force {
+        if disk_full {
+            tracing::warn!(
+                ratio = cfg.disk_max_used_space_ratio,
+                "disk usage above the limit; deleting expired CommitLog files"
+            );
+        }
+        deleted = commit_log.files().delete_expired_by_time(
+            cfg.file_reserved_time,
+            force,
+            cfg.delete_files_batch_max,
+            cfg.delete_commit_log_files_interval,
+        )?;
+    }
+    let min = commit_log.min_offset();
+    for q in queues.all() {
+        q.delete_expired(min)?;
+    }
+    if let Some(index) = index {
+        index.delete_expired(min)?;
+    }
+    Ok(deleted)
+}
+
+/// Whether the local hour is one of `delete_when`'s (`"04"`, `"04;16"`).
+fn is_delete_hour(delete_when: &str) -> bool {
+    let now = basalt_common::time::now_millis();
+    let secs = (now / 1000) as libc::time_t;
+    // SAFETY: localtime_r writes into the zeroed tm we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
+        return false;
+    }
+    delete_when
+        .split(';')
+        .filter_map(|h| h.trim().parse::<i32>().ok())
+        .any(|h| h == tm.tm_hour)
+}

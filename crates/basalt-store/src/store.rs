@@ -1,0 +1,824 @@
+//! `MessageStore`: the store as the broker sees it — open (lock, load,
+//! recover, start services), put, pull, offsets, lookups, clean shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use basalt_common::config::FlushDiskType;
+use basalt_common::record::{RecordDraft, RecordView};
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::CommitLog;
+use crate::config::StoreConfig;
+use crate::consume_queue::{ConsumeQueue, ConsumeQueueTable, UNIT_SIZE};
+use crate::dispatch::{ArrivalListener, DelayLevels, DispatchLimit, DispatchService, Dispatcher};
+use crate::error::{Result, StoreError};
+use crate::fs_util::{self, LockFile};
+use crate::health::Health;
+use crate::index::IndexService;
+use crate::put::{PutMessageResult, PutMessageStatus};
+use crate::recovery::{self, RecoveryReport};
+use crate::services::{self, ServiceThread};
+
+/// Result of a pull from the store (`GetMessageStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetMessageStatus {
+    Found,
+    NoMatchedMessage,
+    MessageWasRemoving,
+    OffsetFoundNull,
+    OffsetOverflowBadly,
+    OffsetOverflowOne,
+    OffsetTooSmall,
+    NoMatchedLogicQueue,
+    NoMessageInQueue,
+}
+
+impl GetMessageStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Found => "FOUND",
+            Self::NoMatchedMessage => "NO_MATCHED_MESSAGE",
+            Self::MessageWasRemoving => "MESSAGE_WAS_REMOVING",
+            Self::OffsetFoundNull => "OFFSET_FOUND_NULL",
+            Self::OffsetOverflowBadly => "OFFSET_OVERFLOW_BADLY",
+            Self::OffsetOverflowOne => "OFFSET_OVERFLOW_ONE",
+            Self::OffsetTooSmall => "OFFSET_TOO_SMALL",
+            Self::NoMatchedLogicQueue => "NO_MATCHED_LOGIC_QUEUE",
+            Self::NoMessageInQueue => "NO_MESSAGE_IN_QUEUE",
+        }
+    }
+}
+
+/// Decides which messages a pull returns.
+pub trait MessageFilter {
+    /// Cheap check on the ConsumeQueue tags code.
+    fn matches_tags_code(&self, tags_code: i64) -> bool;
+    /// Exact check on the stored record (default: accept).
+    fn matches_record(&self, _record: &[u8]) -> bool {
+        true
+    }
+}
+
+/// What a pull asks the store for.
+#[derive(Debug, Clone, Copy)]
+pub struct GetMessageRequest<'a> {
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub offset: i64,
+    pub max_msgs: usize,
+    /// Extra byte limit (`maxMsgBytes`), if any.
+    pub max_bytes: Option<usize>,
+    /// False on a slave without `offsetCheckInSlave`: offsets are then not
+    /// corrected in error cases (nextBeginOffset stays the request's).
+    pub correct_offsets: bool,
+}
+
+/// Records found by a pull, sent as they are stored.
+#[derive(Debug, Clone)]
+pub struct GetMessageResult {
+    pub status: GetMessageStatus,
+    pub next_begin_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+    /// Each message's stored record (zero-copy views of the CommitLog).
+    pub messages: Vec<Bytes>,
+    pub buffer_total_size: usize,
+    /// The consumer lags so far that its data is probably not in memory.
+    pub suggest_pulling_from_slave: bool,
+}
+
+/// Which way SEARCH_OFFSET_BY_TIMESTAMP rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BoundaryType {
+    /// First offset stored at or after the time.
+    #[default]
+    Lower,
+    /// Last offset stored at or before the time.
+    Upper,
+}
+
+/// Messages found by key.
+#[derive(Debug, Clone, Default)]
+pub struct QueryMessageResult {
+    pub messages: Vec<Bytes>,
+    pub index_last_update_timestamp: i64,
+    pub index_last_update_phy_offset: i64,
+}
+
+/// A snapshot of store figures for runtime info and metrics.
+#[derive(Debug, Clone, Default)]
+pub struct StoreStats {
+    pub commit_log_min_offset: i64,
+    pub commit_log_max_offset: i64,
+    pub commit_log_flushed_offset: i64,
+    pub dispatch_behind_bytes: i64,
+    pub put_message_times_total: u64,
+    pub put_message_size_total: u64,
+    pub consume_queue_count: usize,
+    pub poisoned: bool,
+}
+
+struct Services {
+    flush: ServiceThread,
+    commit: Option<ServiceThread>,
+    cq_flush: ServiceThread,
+    cleanup: ServiceThread,
+    dispatch: Arc<DispatchService>,
+}
+
+/// The storage engine. See the module documentation.
+pub struct MessageStore {
+    config: Arc<StoreConfig>,
+    health: Arc<Health>,
+    commit_log: Arc<CommitLog>,
+    consume_queues: Arc<ConsumeQueueTable>,
+    index: Option<Arc<IndexService>>,
+    dispatcher: Arc<Dispatcher>,
+    checkpoint: Arc<Checkpoint>,
+    services: Mutex<Option<Services>>,
+    recovery: RecoveryReport,
+    total_memory: u64,
+    shut_down: AtomicBool,
+    _lock: LockFile,
+}
+
+impl std::fmt::Debug for MessageStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageStore")
+            .field("root", &self.config.root_dir)
+            .finish()
+    }
+}
+
+impl MessageStore {
+    /// Opens (creating if needed) the store at `config.root_dir`: takes the
+    /// lock, loads and recovers every file, writes the abort marker and starts
+    /// the services.
+    pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>> {
+        Self::open_with_delays(config, DelayLevels::default())
+    }
+
+    pub fn open_with_delays(config: StoreConfig, delays: DelayLevels) -> Result<Arc<MessageStore>> {
+        config.validate().map_err(StoreError::Config)?;
+        let config = Arc::new(config);
+        fs_util::create_dir_all_durable(&config.root_dir)?;
+        let lock = LockFile::acquire(&config.lock_path())?;
+        let health = Arc::new(Health::new());
+        let commit_log = Arc::new(CommitLog::new(Arc::clone(&config), Arc::clone(&health)));
+        commit_log.files().load()?;
+        let consume_queues = Arc::new(ConsumeQueueTable::new(
+            config.consume_queue_dir(),
+            config.consume_queue_file_size(),
+        ));
+        consume_queues.load()?;
+        let index = if config.message_index_enable {
+            let idx = IndexService::new(
+                config.index_dir(),
+                config.max_hash_slot_num,
+                config.max_index_num,
+            );
+            idx.load()?;
+            Some(Arc::new(idx))
+        } else {
+            None
+        };
+        let checkpoint = match Checkpoint::load(&config.checkpoint_path()) {
+            Ok(c) => Arc::new(c),
+            Err(e @ StoreError::Corrupt { .. }) => {
+                // Recovering from the first file is always correct, only slower.
+                tracing::error!(error = %e, "checkpoint unreadable; recovering from the oldest CommitLog file");
+                let _ = std::fs::remove_file(config.checkpoint_path());
+                Arc::new(Checkpoint::load(&config.checkpoint_path())?)
+            }
+            Err(e) => return Err(e),
+        };
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::clone(&consume_queues),
+            index.clone(),
+            delays,
+        ));
+
+        let abort_path = config.abort_path();
+        let abnormal = abort_path.exists();
+        let report = recovery::recover(
+            &commit_log,
+            &consume_queues,
+            &dispatcher,
+            &checkpoint,
+            abnormal,
+        )?;
+        tracing::info!(
+            abnormal = report.abnormal,
+            log_end = report.log_end,
+            scanned_bytes = report.bytes_scanned,
+            cut_bytes = report.cut_bytes,
+            elapsed_ms = report.elapsed.as_millis() as u64,
+            stop = %report.stop,
+            "store recovered"
+        );
+        // Everything dispatched from here on: after an abnormal recovery the
+        // scan already re-dispatched up to the end; after a normal one the
+        // queues may lag the log.
+        let reput_from = if report.abnormal {
+            report.log_end
+        } else {
+            let max_cq = consume_queues
+                .all()
+                .iter()
+                .map(|q| q.max_physic_offset())
+                .max()
+                .unwrap_or(-1);
+            max_cq.clamp(commit_log.min_offset(), report.log_end)
+        };
+
+        // The abort marker: present while running, removed on clean shutdown.
+        fs_util::atomic_write(&abort_path, std::process::id().to_string().as_bytes())?;
+
+        let store = MessageStore {
+            total_memory: total_memory_bytes(),
+            config: Arc::clone(&config),
+            health: Arc::clone(&health),
+            commit_log: Arc::clone(&commit_log),
+            consume_queues: Arc::clone(&consume_queues),
+            index: index.clone(),
+            dispatcher: Arc::clone(&dispatcher),
+            checkpoint: Arc::clone(&checkpoint),
+            services: Mutex::new(None),
+            recovery: report,
+            shut_down: AtomicBool::new(false),
+            _lock: lock,
+        };
+        commit_log.start_allocator();
+        let flush = services::start_flush_service(Arc::clone(&commit_log), Arc::clone(&checkpoint));
+        let commit = config
+            .transient_store_pool_enable
+            .then(|| services::start_commit_service(Arc::clone(&commit_log)));
+        let cq_flush = services::start_consume_queue_flush_service(
+            Arc::clone(&commit_log),
+            Arc::clone(&dispatcher),
+            Arc::clone(&checkpoint),
+            Arc::clone(&health),
+        );
+        let cleanup = services::start_cleanup_service(
+            Arc::clone(&commit_log),
+            Arc::clone(&consume_queues),
+            index,
+        );
+        let dispatch = Arc::new(DispatchService::start(
+            Arc::clone(&commit_log),
+            Arc::clone(&dispatcher),
+            reput_from,
+        ));
+        *store.services.lock() = Some(Services {
+            flush,
+            commit,
+            cq_flush,
+            cleanup,
+            dispatch,
+        });
+        Ok(Arc::new(store))
+    }
+
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+    pub fn commit_log(&self) -> &Arc<CommitLog> {
+        &self.commit_log
+    }
+    pub fn consume_queues(&self) -> &Arc<ConsumeQueueTable> {
+        &self.consume_queues
+    }
+    pub fn checkpoint(&self) -> &Arc<Checkpoint> {
+        &self.checkpoint
+    }
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
+    }
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+    pub fn store_host(&self) -> SocketAddr {
+        self.config.store_host
+    }
+
+    /// Registers the listener told about newly consumable messages.
+    pub fn set_arrival_listener(&self, l: Arc<dyn ArrivalListener>) {
+        self.dispatcher.set_listener(l);
+    }
+
+    /// Limits dispatch to what `limit` returns (ledger mode: committed end).
+    pub fn set_dispatch_limit(&self, limit: DispatchLimit) {
+        if let Some(s) = self.services.lock().as_ref() {
+            s.dispatch.set_limit(limit);
+        }
+    }
+
+    /// Wakes dispatch after the limit moved.
+    pub fn wake_dispatch(&self) {
+        if let Some(s) = self.services.lock().as_ref() {
+            s.dispatch.wake();
+        }
+    }
+
+    fn refuse(&self) -> Option<PutMessageResult> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Some(PutMessageResult::failed(
+                PutMessageStatus::ServiceNotAvailable,
+                "the store is shut down",
+            ));
+        }
+        None
+    }
+
+    /// Appends one message (not waiting for durability).
+    pub fn put_message(&self, draft: &RecordDraft<'_>) -> PutMessageResult {
+        if let Some(r) = self.refuse() {
+            return r;
+        }
+        match self.commit_log.append(draft) {
+            Ok(a) => PutMessageResult::ok(a),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// Appends a batch for one topic queue (not waiting for durability).
+    pub fn put_messages(&self, drafts: &[RecordDraft<'_>]) -> PutMessageResult {
+        if let Some(r) = self.refuse() {
+            return r;
+        }
+        match self.commit_log.append_batch(drafts) {
+            Ok(a) => PutMessageResult::ok(a),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// With SYNC_FLUSH and `wait_store_msg_ok`, waits for the fsync covering
+    /// the put (FLUSH_DISK_TIMEOUT after `syncFlushTimeout`).
+    pub async fn wait_durable(&self, result: &mut PutMessageResult, wait_store_msg_ok: bool) {
+        if result.status != PutMessageStatus::PutOk {
+            return;
+        }
+        let Some(append) = &result.append else { return };
+        if self.config.flush_disk_type == FlushDiskType::SyncFlush && wait_store_msg_ok {
+            result.status = self
+                .commit_log
+                .wait_flushed(append.end_offset(), self.config.sync_flush_timeout)
+                .await;
+            if result.status == PutMessageStatus::ServiceNotAvailable {
+                result.detail = Some("fsync failed; the message may not be durable".into());
+            }
+        }
+    }
+
+    /// Blocking form of [`MessageStore::wait_durable`].
+    pub fn wait_durable_blocking(&self, result: &mut PutMessageResult, wait_store_msg_ok: bool) {
+        if result.status != PutMessageStatus::PutOk {
+            return;
+        }
+        let Some(append) = &result.append else { return };
+        if self.config.flush_disk_type == FlushDiskType::SyncFlush && wait_store_msg_ok {
+            result.status = self
+                .commit_log
+                .wait_flushed_blocking(append.end_offset(), self.config.sync_flush_timeout);
+        }
+    }
+
+    /// Appends and, as configured, waits for durability.
+    pub async fn put_message_durable(
+        &self,
+        draft: &RecordDraft<'_>,
+        wait_store_msg_ok: bool,
+    ) -> PutMessageResult {
+        let mut r = self.put_message(draft);
+        self.wait_durable(&mut r, wait_store_msg_ok).await;
+        r
+    }
+
+    pub fn get_consume_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.consume_queues.get(topic, queue_id)
+    }
+
+    /// Reads up to `max_msgs` messages of a queue from `offset`, following
+    /// RocketMQ's `DefaultMessageStore.getMessage` rules (spec §2.4).
+    pub fn get_message(
+        &self,
+        req: &GetMessageRequest<'_>,
+        filter: Option<&dyn MessageFilter>,
+    ) -> GetMessageResult {
+        let correct = |old: i64, new: i64| if req.correct_offsets { new } else { old };
+        let mut result = GetMessageResult {
+            status: GetMessageStatus::NoMatchedLogicQueue,
+            next_begin_offset: req.offset,
+            min_offset: 0,
+            max_offset: 0,
+            messages: Vec::new(),
+            buffer_total_size: 0,
+            suggest_pulling_from_slave: false,
+        };
+        let Some(cq) = self.consume_queues.get(req.topic, req.queue_id) else {
+            result.next_begin_offset = correct(req.offset, 0);
+            return result;
+        };
+        let (min, max) = (cq.min_offset(), cq.max_offset());
+        result.min_offset = min;
+        result.max_offset = max;
+        let offset = req.offset;
+        if max == 0 {
+            result.status = GetMessageStatus::NoMessageInQueue;
+            result.next_begin_offset = correct(offset, 0);
+            return result;
+        }
+        if offset < min {
+            result.status = GetMessageStatus::OffsetTooSmall;
+            result.next_begin_offset = correct(offset, min);
+            return result;
+        }
+        if offset == max {
+            result.status = GetMessageStatus::OffsetOverflowOne;
+            result.next_begin_offset = correct(offset, offset);
+            return result;
+        }
+        if offset > max {
+            result.status = GetMessageStatus::OffsetOverflowBadly;
+            result.next_begin_offset = correct(offset, if min == 0 { min } else { max });
+            return result;
+        }
+        let Some(run) = cq.units_from(offset) else {
+            result.status = GetMessageStatus::OffsetFoundNull;
+            result.next_begin_offset = correct(offset, cq.roll_next_file(offset));
+            return result;
+        };
+
+        let max_phys = self.commit_log.max_offset();
+        let memory = self.total_memory as f64
+            * (self.config.access_message_in_memory_max_ratio as f64 / 100.0);
+        let max_filter_units = 16_000usize.max(req.max_msgs * UNIT_SIZE) / UNIT_SIZE;
+        let mut status = GetMessageStatus::NoMatchedMessage;
+        let mut next_phy_file_start = i64::MIN;
+        let mut max_phy_pulling = 0i64;
+        let mut examined = 0usize;
+        for unit in run.iter() {
+            if examined >= max_filter_units {
+                break;
+            }
+            let phys = unit.physical_offset;
+            let size = unit.size;
+            if unit.is_filler() {
+                examined += 1;
+                continue;
+            }
+            max_phy_pulling = phys;
+            if next_phy_file_start != i64::MIN && phys < next_phy_file_start {
+                examined += 1;
+                continue;
+            }
+            let in_disk = (max_phys - phys) as f64 > memory;
+            if self.batch_full(size as usize, req, &result, in_disk) {
+                break;
+            }
+            examined += 1;
+            if let Some(f) = filter {
+                if !f.matches_tags_code(unit.tags_code) {
+                    if result.buffer_total_size == 0 {
+                        status = GetMessageStatus::NoMatchedMessage;
+                    }
+                    continue;
+                }
+            }
+            let Some(bytes) = self.commit_log.read_bytes(phys, size as usize) else {
+                if result.buffer_total_size == 0 {
+                    status = GetMessageStatus::MessageWasRemoving;
+                }
+                next_phy_file_start = self.commit_log.roll_next_file(phys);
+                continue;
+            };
+            if let Some(f) = filter {
+                if !f.matches_record(&bytes) {
+                    if result.buffer_total_size == 0 {
+                        status = GetMessageStatus::NoMatchedMessage;
+                    }
+                    continue;
+                }
+            }
+            result.buffer_total_size += bytes.len();
+            result.messages.push(bytes);
+            status = GetMessageStatus::Found;
+            next_phy_file_start = i64::MIN;
+        }
+        result.status = status;
+        result.next_begin_offset = offset + examined as i64;
+        result.suggest_pulling_from_slave = (max_phys - max_phy_pulling) as f64 > memory;
+        result
+    }
+
+    fn batch_full(
+        &self,
+        size: usize,
+        req: &GetMessageRequest<'_>,
+        r: &GetMessageResult,
+        in_disk: bool,
+    ) -> bool {
+        let count = r.messages.len();
+        if r.buffer_total_size == 0 || count == 0 {
+            return false;
+        }
+        if req.max_msgs <= count {
+            return true;
+        }
+        if let Some(max_bytes) = req.max_bytes {
+            if r.buffer_total_size + size > max_bytes {
+                return true;
+            }
+        }
+        let c = &self.config;
+        if in_disk {
+            r.buffer_total_size + size > c.max_transfer_bytes_on_message_in_disk
+                || count > c.max_transfer_count_on_message_in_disk - 1
+        } else {
+            r.buffer_total_size + size > c.max_transfer_bytes_on_message_in_memory
+                || count > c.max_transfer_count_on_message_in_memory - 1
+        }
+    }
+
+    /// Whether the record at `phys` is close enough to the end of the log to
+    /// count as in memory (`accessMessageInMemoryMaxRatio` of RAM).
+    pub fn is_in_memory(&self, phys: i64) -> bool {
+        let memory = self.total_memory as f64
+            * (self.config.access_message_in_memory_max_ratio as f64 / 100.0);
+        ((self.commit_log.max_offset() - phys) as f64) <= memory
+    }
+
+    /// The next offset to be written in a queue (0 if the queue does not exist).
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.consume_queues
+            .get(topic, queue_id)
+            .map(|q| q.max_offset())
+            .unwrap_or(0)
+    }
+
+    /// The first readable offset of a queue (0 if the queue does not exist).
+    pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.consume_queues
+            .get(topic, queue_id)
+            .map(|q| q.min_offset())
+            .unwrap_or(0)
+    }
+
+    /// CommitLog offset of a queue's message at `offset`.
+    pub fn commit_log_offset_in_queue(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> Option<i64> {
+        let u = self.consume_queues.get(topic, queue_id)?.unit_at(offset)?;
+        (!u.is_filler()).then_some(u.physical_offset)
+    }
+
+    /// Store time of a queue's message at `offset`.
+    pub fn message_store_timestamp(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+        let phys = self.commit_log_offset_in_queue(topic, queue_id, offset)?;
+        self.commit_log.store_timestamp_at(phys)
+    }
+
+    /// Store time of the oldest readable message of a queue.
+    pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        let min = self.min_offset_in_queue(topic, queue_id);
+        self.message_store_timestamp(topic, queue_id, min)
+    }
+
+    /// Binary search of a queue by store time (SEARCH_OFFSET_BY_TIMESTAMP).
+    pub fn offset_in_queue_by_time(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        timestamp: i64,
+        boundary: BoundaryType,
+    ) -> i64 {
+        let Some(cq) = self.consume_queues.get(topic, queue_id) else {
+            return 0;
+        };
+        let (min, max) = (cq.min_offset(), cq.max_offset());
+        if max <= min {
+            return min;
+        }
+        let ts_at = |o: i64| -> Option<i64> {
+            let u = cq.unit_at(o)?;
+            if u.is_filler() {
+                return None;
+            }
+            self.commit_log.store_timestamp_at(u.physical_offset)
+        };
+        // First readable message still in the CommitLog.
+        let mut lo = min;
+        while lo < max && ts_at(lo).is_none() {
+            lo += 1;
+        }
+        if lo >= max {
+            return min;
+        }
+        let hi_last = max - 1;
+        match boundary {
+            BoundaryType::Lower => {
+                // First offset with time >= timestamp; max if none.
+                let (mut l, mut h) = (lo, max);
+                while l < h {
+                    let mid = l + (h - l) / 2;
+                    match ts_at(mid) {
+                        Some(t) if t < timestamp => l = mid + 1,
+                        _ => h = mid,
+                    }
+                }
+                l
+            }
+            BoundaryType::Upper => {
+                // Last offset with time <= timestamp; lo if none.
+                let (mut l, mut h) = (lo, hi_last);
+                if ts_at(l).map(|t| t > timestamp).unwrap_or(true) {
+                    return lo;
+                }
+                while l < h {
+                    let mid = l + (h - l + 1) / 2;
+                    match ts_at(mid) {
+                        Some(t) if t <= timestamp => l = mid,
+                        _ => h = mid - 1,
+                    }
+                }
+                l
+            }
+        }
+    }
+
+    /// The stored record at a CommitLog offset (VIEW_MESSAGE_BY_ID).
+    pub fn look_message_by_offset(&self, phys: i64) -> Option<Bytes> {
+        self.commit_log.read_record(phys)
+    }
+
+    /// Messages of `topic` whose `KEYS` or unique key equals `key`, stored in
+    /// `[begin, end]`, newest first, at most `max` (QUERY_MESSAGE).
+    pub fn query_message(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        begin: i64,
+        end: i64,
+    ) -> QueryMessageResult {
+        let mut out = QueryMessageResult::default();
+        let Some(index) = &self.index else {
+            return out;
+        };
+        if let Some(last) = index.files().last() {
+            out.index_last_update_timestamp = last.end_timestamp();
+            out.index_last_update_phy_offset = last.end_phy_offset();
+        }
+        for phys in index.query_offsets(topic, key, max, begin, end) {
+            let Some(rec) = self.commit_log.read_record(phys) else {
+                continue;
+            };
+            let Ok(view) = RecordView::parse(&rec, false) else {
+                continue;
+            };
+            if view.topic != topic.as_bytes() {
+                continue;
+            }
+            let key_matches = view
+                .property(basalt_common::constants::property::UNIQ_KEY)
+                .map(|u| u == key.as_bytes())
+                .unwrap_or(false)
+                || view
+                    .property(basalt_common::constants::property::KEYS)
+                    .map(|ks| ks.split(|b| *b == b' ').any(|k| k == key.as_bytes()))
+                    .unwrap_or(false);
+            if key_matches {
+                out.messages.push(rec);
+            }
+        }
+        out
+    }
+
+    /// Topics that have ConsumeQueues.
+    pub fn topics(&self) -> Vec<String> {
+        self.consume_queues.topics()
+    }
+
+    /// Deletes topics' ConsumeQueues (their records stay in the CommitLog
+    /// until it expires).
+    pub fn delete_topics(&self, topics: &[String]) -> Result<()> {
+        for t in topics {
+            self.consume_queues.remove_topic(t)?;
+            self.commit_log.remove_topic(t);
+        }
+        Ok(())
+    }
+
+    /// Runs one cleanup round now; `force` deletes every file but the newest
+    /// regardless of age (operator command).
+    pub fn clean_now(&self, force: bool) -> Result<usize> {
+        services::clean_once(
+            &self.commit_log,
+            &self.consume_queues,
+            self.index.as_deref(),
+            force,
+        )
+    }
+
+    /// Bytes readable in the CommitLog but not yet dispatched.
+    pub fn dispatch_behind_bytes(&self) -> i64 {
+        self.services
+            .lock()
+            .as_ref()
+            .map(|s| s.dispatch.behind())
+            .unwrap_or(0)
+    }
+
+    /// Waits (bounded) until dispatch has caught up with `offset`.
+    pub fn wait_dispatched(&self, offset: i64, timeout: Duration) -> bool {
+        let svc = self
+            .services
+            .lock()
+            .as_ref()
+            .map(|s| Arc::clone(&s.dispatch));
+        match svc {
+            Some(d) => d.wait_dispatched(offset, timeout),
+            None => false,
+        }
+    }
+
+    /// The dispatch service (for ledger mode and HA, which move its limit).
+    pub fn dispatch_service(&self) -> Option<Arc<DispatchService>> {
+        self.services
+            .lock()
+            .as_ref()
+            .map(|s| Arc::clone(&s.dispatch))
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        let (count, bytes) = self.commit_log.put_stats();
+        StoreStats {
+            commit_log_min_offset: self.commit_log.min_offset(),
+            commit_log_max_offset: self.commit_log.max_offset(),
+            commit_log_flushed_offset: self.commit_log.flushed_offset(),
+            dispatch_behind_bytes: self.dispatch_behind_bytes(),
+            put_message_times_total: count,
+            put_message_size_total: bytes,
+            consume_queue_count: self.consume_queues.all().len(),
+            poisoned: self.health.is_poisoned(),
+        }
+    }
+
+    /// Clean shutdown: stop accepting puts, dispatch and flush everything,
+    /// write the checkpoint, remove the abort marker. Idempotent.
+    pub fn shutdown(&self) {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let services = self.services.lock().take();
+        if let Some(s) = services {
+            if let Some(c) = s.commit {
+                c.shutdown();
+            }
+            s.flush.shutdown();
+            s.dispatch.shutdown();
+            s.cleanup.shutdown();
+            s.cq_flush.shutdown();
+        }
+        self.commit_log.shutdown_files();
+        if self.health.is_poisoned() {
+            // Keep the abort marker: the next start must recover abnormally.
+            tracing::error!("store was poisoned; leaving the abort file for a full recovery");
+            return;
+        }
+        if let Err(e) = self.checkpoint.flush() {
+            tracing::error!(error = %e, "final checkpoint write failed");
+            return;
+        }
+        let abort = self.config.abort_path();
+        if let Err(e) = std::fs::remove_file(&abort).map_err(|e| StoreError::io(&abort, e)) {
+            tracing::error!(error = %e, "could not remove the abort file");
+        } else if let Err(e) = fs_util::fsync_dir(&self.config.root_dir) {
+            tracing::error!(error = %e, "could not fsync the store directory");
+        }
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn total_memory_bytes() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if pages <= 0 || page <= 0 {
+        return 8 * 1024 * 1024 * 1024;
+    }
+    pages as u64 * page as u64
+}

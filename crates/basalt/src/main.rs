@@ -1,0 +1,40 @@
+//! `basalt`: one binary for the whole broker.
+//!
+//! * `basalt standalone` — NameServer and broker in one process;
+//! * `basalt namesrv` / `basalt broker -c FILE` — the two roles apart;
+//! * `basalt store check|dump DIR` — offline tools for a store directory.
+
+mod cli;
+mod serve;
+mod store_tools;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    init_logging(cli.verbose);
+    match cli.run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("basalt: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("BASALT_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .compact()
+        .init();
+}

@@ -1,0 +1,148 @@
+//! The long-running roles: standalone, namesrv, broker.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use basalt_broker::BrokerConfig;
+use basalt_namesrv::{NameServer, NamesrvConfig};
+
+use crate::cli::{BrokerArgs, NamesrvArgs, Overrides, StandaloneArgs};
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("basalt-worker")
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+fn apply_overrides(cfg: &mut BrokerConfig, o: &Overrides) -> Result<(), String> {
+    let mut pairs = Vec::new();
+    for kv in &o.set {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
+        pairs.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    cfg.apply(&pairs).map_err(|e| e.to_string())
+}
+
+/// Waits for Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
+    let started = std::time::Instant::now();
+    let mut cfg = match &a.config {
+        Some(p) => BrokerConfig::load(p).map_err(|e| e.to_string())?,
+        None => BrokerConfig::default(),
+    };
+    cfg.store_path_root_dir = a.data.clone();
+    cfg.listen_addr = a.listen;
+    cfg.broker_ip1 = a.advertise;
+    cfg.broker_ip2 = a.advertise;
+    cfg.listen_port = a.port;
+    cfg.ha_listen_port = a.port.wrapping_add(1);
+    cfg.namesrv_addr = Some(format!("{}:{}", a.advertise, a.namesrv_port));
+    apply_overrides(&mut cfg, &a.overrides)?;
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let ns = NameServer::start(NamesrvConfig {
+            listen: SocketAddr::new(a.listen, a.namesrv_port),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("NameServer: {e}"))?;
+        let broker = basalt_broker::start(cfg)
+            .await
+            .map_err(|e| format!("broker: {e}"))?;
+        let b = broker.broker().clone();
+        println!(
+            "basalt standalone ready in {} ms",
+            started.elapsed().as_millis()
+        );
+        println!(
+            "  namesrv  {} (clients: namesrvAddr={}:{})",
+            ns.local_addr(),
+            a.advertise,
+            ns.local_addr().port()
+        );
+        println!(
+            "  broker   {} cluster={} name={} listening on {}",
+            b.broker_addr(),
+            b.config.broker_cluster_name,
+            b.config.broker_name,
+            broker.local_addr()
+        );
+        println!("  store    {}", b.config.store_path_root_dir.display());
+        println!("  flush    {}", b.config.flush_disk_type);
+        shutdown_signal().await;
+        println!("shutting down");
+        broker.shutdown().await;
+        ns.shutdown().await;
+        Ok::<(), String>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let ns = NameServer::start(NamesrvConfig {
+            listen: SocketAddr::new(a.listen, a.port),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("NameServer: {e}"))?;
+        println!("basalt namesrv listening on {}", ns.local_addr());
+        shutdown_signal().await;
+        ns.shutdown().await;
+        Ok::<(), String>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
+    let mut cfg = BrokerConfig::load(&a.config).map_err(|e| e.to_string())?;
+    apply_overrides(&mut cfg, &a.overrides)?;
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let broker = basalt_broker::start(cfg)
+            .await
+            .map_err(|e| format!("broker: {e}"))?;
+        let b = broker.broker().clone();
+        println!(
+            "basalt broker {} (id {}, {}) listening on {}, store {}",
+            b.config.broker_name,
+            b.config.broker_id,
+            b.config.broker_role,
+            broker.local_addr(),
+            b.config.store_path_root_dir.display()
+        );
+        shutdown_signal().await;
+        broker.shutdown().await;
+        Ok::<(), String>(())
+    })?;
+    // Give the logger a moment to drain.
+    std::thread::sleep(Duration::from_millis(10));
+    Ok(ExitCode::SUCCESS)
+}
