@@ -9,8 +9,15 @@ pub mod config;
 pub mod core;
 pub mod entry;
 pub mod protocol;
+pub mod runtime;
 pub mod sim;
 pub mod store;
+pub mod transport;
+pub mod wire;
 
 pub use config::{AckMode, LedgerConfig};
+pub use core::{AppendReceipt, Role};
+pub use entry::EntryKind;
 pub use protocol::NodeId;
+pub use runtime::{Ledger, LedgerError, LedgerHandle, LedgerStatus, StampSlot};
+pub use store::{LedgerCheckReport, LedgerEntry, LedgerReader, check_ledger_dir};
