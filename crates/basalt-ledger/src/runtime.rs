@@ -5,7 +5,7 @@
 //! The public API the broker uses is [`Ledger`] (start), [`LedgerHandle`]
 //! (append, status, read, transfer, purge, shutdown) and [`LedgerStatus`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use crate::core::{
     AppendError, AppendReceipt, ClientId, Command, CoreInit, Event, HardState, LedgerCore, LogRead,
     Role, TransferError,
 };
-use crate::entry::{EntryHeader, EntryKind};
+use crate::entry::{Entry, EntryKind};
 use crate::protocol::{Envelope, NodeId};
 use crate::store::{
     CheckpointJob, LedgerReader, LedgerStore, StoreError, StoreOptions, SyncJob, meta,
@@ -215,6 +215,8 @@ impl Ledger {
             written: HashMap::new(),
             transfers: HashMap::new(),
             replies: Vec::new(),
+            wrote: false,
+            failed: Vec::new(),
             io_tx,
             io_pending: 0,
             checkpoint_in_flight: false,
@@ -400,6 +402,10 @@ struct Runtime {
     transfers: HashMap<ClientId, Reply<()>>,
     /// Answers to send once the status of the step is published.
     replies: Vec<Box<dyn FnOnce() + Send>>,
+    /// Steps since the last `flush_steps` wrote to the store.
+    wrote: bool,
+    /// Write failures since the last `flush_steps`.
+    failed: Vec<String>,
     io_tx: std::sync::mpsc::Sender<IoJob>,
     /// I/O jobs submitted and not completed.
     io_pending: usize,
@@ -439,14 +445,39 @@ impl Runtime {
                     self.io_pending -= 1;
                     self.on_io_done(d);
                 }
-                Some(env) = inbox.recv() => self.step(Event::Message(env)),
+                Some(env) = inbox.recv() => {
+                    // Take what else is queued as well: one push round for the burst.
+                    self.step_deferred(Event::Message(env));
+                    for _ in 0..256 {
+                        match inbox.try_recv() {
+                            Ok(env) => self.step_deferred(Event::Message(env)),
+                            Err(_) => break,
+                        }
+                    }
+                    self.flush_steps();
+                }
                 c = control.recv() => match c {
                     Some(Control::Shutdown { reply }) => {
                         self.shutdown(&mut done).await;
                         let _ = reply.send(());
                         return;
                     }
-                    Some(c) => self.on_control(c),
+                    Some(c) => {
+                        self.on_control(c);
+                        for _ in 0..256 {
+                            match control.try_recv() {
+                                Ok(Control::Shutdown { reply }) => {
+                                    self.flush_steps();
+                                    self.shutdown(&mut done).await;
+                                    let _ = reply.send(());
+                                    return;
+                                }
+                                Ok(c) => self.on_control(c),
+                                Err(_) => break,
+                            }
+                        }
+                        self.flush_steps();
+                    }
                     None => {
                         self.shutdown(&mut done).await;
                         return;
@@ -475,7 +506,7 @@ impl Runtime {
                 self.next_client += 1;
                 let lens = bodies.iter().map(|b| b.len() as u32).collect();
                 self.appends.insert(client, (bodies, stamp, reply));
-                self.step(Event::ClientAppend {
+                self.step_deferred(Event::ClientAppend {
                     client,
                     body_lens: lens,
                 });
@@ -484,7 +515,7 @@ impl Runtime {
                 let client = self.next_client;
                 self.next_client += 1;
                 self.transfers.insert(client, reply);
-                self.step(Event::TransferLeadership { client, to });
+                self.step_deferred(Event::TransferLeadership { client, to });
             }
             Control::Purge { before_pos, reply } => {
                 let _ = reply.send(
@@ -528,29 +559,42 @@ impl Runtime {
     /// Steps the core with `ev` and executes the commands, including the follow-up
     /// `Written` / `StorageFailed` events.
     fn step(&mut self, ev: Event) {
-        let mut queue = VecDeque::from([ev]);
-        while let Some(ev) = queue.pop_front() {
-            let now = self.now_ms();
-            let cmds = self.core.step(now, ev, &self.store);
-            let mut wrote = false;
-            for cmd in cmds {
-                match self.execute(cmd) {
-                    Ok(w) => wrote |= w,
-                    Err(e) => {
-                        tracing::error!(member = %self.config.self_id, error = %e, "ledger write failed; poisoning the store");
-                        self.store.poison();
-                        queue.push_back(Event::StorageFailed {
-                            reason: e.to_string(),
-                        });
-                    }
+        self.step_deferred(ev);
+        self.flush_steps();
+    }
+
+    /// Steps the core with `ev` and executes its commands, but leaves the
+    /// follow-up events to [`Runtime::flush_steps`]: one `Written` (one push round)
+    /// covers a burst of appends.
+    fn step_deferred(&mut self, ev: Event) {
+        let now = self.now_ms();
+        let cmds = self.core.step(now, ev, &self.store);
+        for cmd in cmds {
+            match self.execute(cmd) {
+                Ok(w) => self.wrote |= w,
+                Err(e) => {
+                    tracing::error!(member = %self.config.self_id, error = %e, "ledger write failed; poisoning the store");
+                    self.store.poison();
+                    self.failed.push(e.to_string());
                 }
             }
-            if wrote {
-                queue.push_back(Event::Written);
-            }
         }
-        // Status first, answers second: a caller whose append resolved sees a
-        // status that includes it.
+    }
+
+    /// Feeds the pending `StorageFailed`/`Written` events, then publishes the
+    /// status and sends the answers (status first: a caller whose append resolved
+    /// sees a status that includes it).
+    fn flush_steps(&mut self) {
+        loop {
+            let ev = if let Some(reason) = self.failed.pop() {
+                Event::StorageFailed { reason }
+            } else if std::mem::take(&mut self.wrote) {
+                Event::Written
+            } else {
+                break;
+            };
+            self.step_deferred(ev);
+        }
         self.publish();
         for r in self.replies.drain(..) {
             r();
@@ -592,17 +636,12 @@ impl Runtime {
                 if bodies.len() != entries.len() {
                     return Err(StoreError::Invalid("append body count changed".into()));
                 }
-                let headers: Vec<EntryHeader> = entries
+                let batch: Vec<Entry> = entries
                     .iter()
-                    .zip(bodies.iter())
-                    .map(|(p, b)| EntryHeader::new(p.kind, p.index, term, p.pos, b))
+                    .zip(bodies.drain(..))
+                    .map(|(p, b)| Entry::new(p.kind, p.index, term, p.pos, b.freeze()))
                     .collect();
-                let batch: Vec<(EntryHeader, &[u8])> = headers
-                    .into_iter()
-                    .zip(bodies.iter_mut())
-                    .map(|(h, b)| (h, &b[..]))
-                    .collect();
-                self.store.append(&batch)?;
+                self.store.append_entries(&batch)?;
                 debug_assert!(
                     entries
                         .iter()

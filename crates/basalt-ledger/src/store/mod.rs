@@ -374,7 +374,14 @@ pub struct LedgerStore {
     committed_for_checkpoint: i64,
     /// A truncation went below the checkpoint: the next sync lowers it first.
     lower_checkpoint: Option<Checkpoint>,
+    /// The last entries written, with their bodies as given (shared, not copied):
+    /// pushes to followers read them from here. Contiguous, ending at `end_index`.
+    tail: std::collections::VecDeque<Entry>,
+    tail_bytes: usize,
 }
+
+/// Bytes of recent entries kept in memory for pushes.
+const TAIL_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 struct ListSource<'a>(&'a MappedFileList);
 
@@ -578,6 +585,8 @@ impl LedgerStore {
             checkpoint_end: ck_end.min(end_index),
             committed_for_checkpoint: committed_index,
             lower_checkpoint: None,
+            tail: std::collections::VecDeque::new(),
+            tail_bytes: 0,
         };
         store.set_committed(committed_index);
         Ok((
@@ -628,6 +637,15 @@ impl LedgerStore {
     /// Appends entries whose headers are final (index, term, position, CRC).
     pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), StoreError> {
         self.check_writable()?;
+        // The tail cache must stay contiguous with the log end.
+        if self
+            .tail
+            .back()
+            .is_some_and(|e| e.index() != self.end_index)
+        {
+            self.tail.clear();
+            self.tail_bytes = 0;
+        }
         let mut files_changed = false;
         for (h, body) in entries {
             if self.end_index >= 0 && h.index != self.end_index + 1 {
@@ -697,11 +715,38 @@ impl LedgerStore {
         Ok(())
     }
 
-    /// Appends entries received from the leader.
+    /// Appends whole entries (the leader's after stamping, or the leader's received
+    /// by a follower) and keeps them in the tail cache.
     pub fn append_entries(&mut self, entries: &[Entry]) -> Result<(), StoreError> {
         let v: Vec<(EntryHeader, &[u8])> =
             entries.iter().map(|e| (e.header, &e.body[..])).collect();
-        self.append(&v)
+        self.append(&v)?;
+        for e in entries {
+            self.tail_bytes += e.body.len() + HEADER_SIZE;
+            self.tail.push_back(e.clone());
+        }
+        while self.tail_bytes > TAIL_CACHE_BYTES
+            && let Some(e) = self.tail.pop_front()
+        {
+            self.tail_bytes -= e.body.len() + HEADER_SIZE;
+        }
+        Ok(())
+    }
+
+    fn cached(&self, index: i64) -> Option<&Entry> {
+        let first = self.tail.front()?.index();
+        if index < first {
+            return None;
+        }
+        self.tail.get((index - first) as usize)
+    }
+
+    fn drop_tail_from(&mut self, index: i64) {
+        while self.tail.back().is_some_and(|e| e.index() >= index) {
+            if let Some(e) = self.tail.pop_back() {
+                self.tail_bytes -= e.body.len() + HEADER_SIZE;
+            }
+        }
     }
 
     fn unit_end_pos(&self, index: i64) -> Option<i64> {
@@ -717,6 +762,7 @@ impl LedgerStore {
             next_index > committed,
             "truncating committed entry {next_index} (committed {committed})"
         );
+        self.drop_tail_from(next_index);
         let prev = next_index - 1;
         let keep_prefix = self.end_index >= 0
             && prev >= self.begin_index
@@ -736,6 +782,8 @@ impl LedgerStore {
             self.end_pos = next_pos;
         } else {
             // Start over at the leader's position.
+            self.tail.clear();
+            self.tail_bytes = 0;
             self.data.clear()?;
             self.index.clear()?;
             self.data_dirty = Dirty {
@@ -881,12 +929,18 @@ impl LogRead for LedgerStore {
         if index < self.begin_index || index > self.end_index || index < 0 {
             return None;
         }
+        if let Some(e) = self.cached(index) {
+            return Some(e.term());
+        }
         read_unit(&self.index, index).map(|u| u.term)
     }
 
     fn entry(&self, index: i64) -> Result<Option<Entry>, String> {
         if index < self.begin_index || index > self.end_index || index < 0 {
             return Ok(None);
+        }
+        if let Some(e) = self.cached(index) {
+            return Ok(Some(e.clone()));
         }
         let unit =
             read_unit(&self.index, index).ok_or_else(|| format!("no index unit for {index}"))?;
