@@ -214,7 +214,7 @@ impl EntryDispatcher {
             .map(|(f, p)| (*f, *p))
     }
 
-    fn to_append(&mut self, index: i64) {
+    fn enter_append(&mut self, index: i64) {
         self.state = DispatchState::Append;
         self.compare_index = -1;
         self.known_match = -1;
@@ -225,7 +225,7 @@ impl EntryDispatcher {
         self.write_index = index + 1;
     }
 
-    fn to_compare(&mut self) {
+    fn enter_compare(&mut self) {
         self.state = DispatchState::Compare;
         self.compare_index = -1;
         self.known_match = -1;
@@ -256,7 +256,7 @@ impl EntryDispatcher {
                 });
                 self.last_push = ctx.now;
             }
-            None => self.to_compare(),
+            None => self.enter_compare(),
         }
     }
 
@@ -270,7 +270,7 @@ impl EntryDispatcher {
                     .is_none_or(|f| ctx.now >= f.sent_at + ctx.cfg.compare_timeout)
                 {
                     // No answer: start over from COMPARE.
-                    self.to_compare();
+                    self.enter_compare();
                     self.pump_compare(ctx);
                 }
             }
@@ -418,10 +418,10 @@ impl EntryDispatcher {
                 self.inflight = None;
                 if resp.code == ResponseCode::Success {
                     let t = self.truncate_index;
-                    self.to_append(t);
+                    self.enter_append(t);
                     self.last_push = ctx.now;
                 } else {
-                    self.to_compare();
+                    self.enter_compare();
                 }
                 self.pump(ctx);
             }
@@ -439,7 +439,7 @@ impl EntryDispatcher {
                     self.pump(ctx);
                 }
                 ResponseCode::InconsistentState if self.pending.contains_key(&resp.index) => {
-                    self.to_compare();
+                    self.enter_compare();
                     self.pump(ctx);
                 }
                 _ => {}
@@ -459,7 +459,7 @@ impl EntryDispatcher {
                 // take APPENDs (it checks its whole log agrees with this leader).
                 if self.known_match == resp.end_index {
                     let m = self.known_match;
-                    self.to_append(m);
+                    self.enter_append(m);
                     self.pump(ctx);
                     return;
                 }

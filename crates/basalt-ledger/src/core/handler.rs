@@ -198,11 +198,18 @@ impl LedgerCore {
                 let first = waiting.req.first_index();
                 if waiting.req.last_index() <= self.end_index {
                     self.answer_stale(waiting, log);
-                } else if self.handler.write_requests.contains_key(&first) {
-                    let resp = self.push_response(&waiting.req, ResponseCode::RepeatedPush, log);
-                    self.answer(waiting.from, waiting.id, resp);
                 } else {
-                    self.handler.write_requests.insert(first, waiting);
+                    use std::collections::btree_map::Entry as Slot;
+                    match self.handler.write_requests.entry(first) {
+                        Slot::Vacant(slot) => {
+                            slot.insert(waiting);
+                        }
+                        Slot::Occupied(_) => {
+                            let resp =
+                                self.push_response(&waiting.req, ResponseCode::RepeatedPush, log);
+                            self.answer(waiting.from, waiting.id, resp);
+                        }
+                    }
                 }
             }
             PushType::Commit => self.handler.priority.push_back(waiting),

@@ -98,7 +98,7 @@ impl MemLog {
     pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Vec<Entry> {
         let durable_before = self.durable_len;
         let keep_prefix = !self.entries.is_empty()
-            && next_index - 1 >= self.first
+            && next_index > self.first
             && next_index - 1 <= self.end_index()
             && self.entries[(next_index - 1 - self.first) as usize]
                 .header

@@ -69,7 +69,7 @@ impl SimOptions {
     /// A setup varied by the seed: 3 or 5 nodes, ack mode, batch push, preferred
     /// leader, small pending windows and small data files.
     pub fn for_seed(seed: u64) -> SimOptions {
-        let mut r = SplitMix64::new(seed ^ 0x5EED_0F_5EED);
+        let mut r = SplitMix64::new(seed ^ 0x005E_ED0F_5EED);
         SimOptions {
             seed,
             nodes: if r.range(0, 3) == 0 { 5 } else { 3 },

@@ -17,7 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use basalt_remoting::code::response as rcode;
@@ -297,7 +297,7 @@ async fn peer_loop(
         // Poll once here so the frame is queued before the next request's: pushes
         // reach the follower in the order the leader sent them.
         let mut cx = Context::from_waker(Waker::noop());
-        if let Poll::Pending = task.as_mut().poll(&mut cx) {
+        if task.as_mut().poll(&mut cx).is_pending() {
             tokio::spawn(task);
         }
     }
