@@ -8,6 +8,8 @@
 pub mod config;
 pub mod core;
 pub mod entry;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod protocol;
 pub mod runtime;
 pub mod sim;

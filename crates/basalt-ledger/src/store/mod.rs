@@ -969,6 +969,39 @@ impl LogRead for LedgerStore {
     }
 }
 
+/// Scans `bytes` as consecutive data files of `file_size` bytes starting at
+/// position 0; returns where the valid entries end and how many there are. For
+/// fuzzing the scanner.
+pub fn scan_bytes(bytes: &[u8], file_size: i64) -> (i64, u64) {
+    struct Mem<'a>(&'a [u8], i64);
+    impl DataSource for Mem<'_> {
+        fn file_of(&self, pos: i64) -> Option<(PathBuf, i64, i64)> {
+            if pos < 0 || pos >= self.end() {
+                return None;
+            }
+            let start = pos - pos % self.1;
+            Some((PathBuf::from("mem"), start, start + self.1))
+        }
+        fn bytes(&self, pos: i64, len: usize) -> Option<&[u8]> {
+            let (_, _, end) = self.file_of(pos)?;
+            if pos + len as i64 > end {
+                return None;
+            }
+            self.0.get(pos as usize..pos as usize + len)
+        }
+        fn end(&self) -> i64 {
+            (self.0.len() as i64 / self.1) * self.1
+        }
+    }
+    let src = Mem(bytes, file_size.max(1));
+    let mut n = 0u64;
+    let s = scan(&src, 0, None, -1, |_, _| {
+        n += 1;
+        true
+    });
+    (s.end_pos, n)
+}
+
 // ---- the operator check ------------------------------------------------------------
 
 /// What [`check_ledger_dir`] found.
