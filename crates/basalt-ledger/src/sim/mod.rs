@@ -155,6 +155,11 @@ enum Ev {
         node: usize,
     },
     Heal,
+    /// A deferred `Written` (a runtime may batch several steps before it).
+    Written {
+        node: usize,
+        epoch: u64,
+    },
 }
 
 struct Scheduled {
@@ -446,6 +451,12 @@ impl Sim {
                 Ok(())
             }
             Ev::Restart { node } => self.restart(node),
+            Ev::Written { node, epoch } => {
+                if self.nodes[node].epoch != epoch {
+                    return Ok(());
+                }
+                self.step_node(node, Event::Written)
+            }
             Ev::Heal => {
                 self.faults_on = false;
                 self.loss = 0;
@@ -532,7 +543,15 @@ impl Sim {
                 wrote |= self.execute(i, cmd)?;
             }
             if wrote {
-                queue.push_back(Event::Written);
+                // Usually at once; sometimes after other events, as a runtime that
+                // batches steps does.
+                if self.rng.range(0, 4) == 0 {
+                    let epoch = self.nodes[i].epoch;
+                    let at = self.now_us + self.rng.range(0, 500);
+                    self.schedule(at, Ev::Written { node: i, epoch });
+                } else {
+                    queue.push_back(Event::Written);
+                }
             }
             self.check_node(i)?;
         }
