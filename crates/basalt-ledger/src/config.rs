@@ -87,6 +87,9 @@ pub struct LedgerConfig {
     pub index_file_size: i64,
     /// How often the `checkpoint` file is rewritten when something changed.
     pub checkpoint_interval_ms: u64,
+    /// Largest entry body accepted (8 MiB): a push carries it base64-encoded in
+    /// one remoting frame, which is limited to 16 MiB.
+    pub max_entry_body: u64,
 }
 
 impl LedgerConfig {
@@ -124,6 +127,7 @@ impl LedgerConfig {
             data_file_size: 1024 * 1024 * 1024,
             index_file_size: INDEX_UNIT_SIZE as i64 * 5 * 1024 * 1024,
             checkpoint_interval_ms: 1000,
+            max_entry_body: 8 * 1024 * 1024,
         }
     }
 

@@ -463,7 +463,8 @@ impl LedgerCore {
             });
             return;
         }
-        let max = max_body_len(self.cfg.data_file_size).max(0) as u64;
+        let max =
+            (max_body_len(self.cfg.data_file_size).max(0) as u64).min(self.cfg.max_entry_body);
         if let Some(&big) = body_lens.iter().find(|l| **l as u64 > max) {
             return reject(
                 self,

@@ -375,6 +375,7 @@ pub(crate) struct CoreTimings {
     pub(crate) max_transfer_wait_index: i64,
     pub(crate) transfer_timeout: u64,
     pub(crate) data_file_size: i64,
+    pub(crate) max_entry_body: u64,
     pub(crate) quorum: usize,
 }
 
@@ -401,6 +402,7 @@ impl CoreTimings {
             max_transfer_wait_index: c.max_leadership_transfer_wait_index,
             transfer_timeout: c.leadership_transfer_timeout_ms,
             data_file_size: c.data_file_size,
+            max_entry_body: c.max_entry_body,
             quorum: c.quorum(),
         }
     }

@@ -1331,3 +1331,35 @@ fn push_from_an_older_term_is_refused_with_the_current_term() {
     let r = &push_responses(&cmds)[0].1;
     assert_eq!((r.code, r.term), (ResponseCode::ExpiredTerm, 3));
 }
+
+#[test]
+fn oversized_appends_are_refused_before_anything_is_written() {
+    let (mut c, mut log, _, _) = leader_comparing(&[1]);
+    let end = c.end_index();
+    // Data files of 4096 bytes hold bodies of at most 4096 - 48 - 8.
+    let cmds = step(
+        &mut c,
+        &mut log,
+        402,
+        Event::ClientAppend {
+            client: 5,
+            body_lens: vec![10, 4041],
+        },
+    );
+    assert!(cmds.iter().any(|c| matches!(
+        c,
+        Command::AppendResult {
+            client: 5,
+            result: Err(AppendError::TooLarge {
+                body_len: 4041,
+                max: 4040
+            })
+        }
+    )));
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, Command::AppendAsLeader { .. }))
+    );
+    assert_eq!(c.end_index(), end);
+}
