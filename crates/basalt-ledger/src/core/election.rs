@@ -113,6 +113,12 @@ impl LedgerCore {
     }
 
     fn start_pre_vote(&mut self) {
+        if self.handler.barrier.is_some() {
+            // A truncation is not durable yet: a leader would write after it. Its
+            // sync completes in milliseconds; campaign then.
+            self.election_deadline = self.now + (self.cfg.min_vote / 10).max(1);
+            return;
+        }
         self.role = Role::PreCandidate;
         if self.leader.is_some() {
             self.set_leader(None);
@@ -706,7 +712,10 @@ impl LedgerCore {
             ResponseCode::ExpiredTerm
         } else if self.role != Role::Follower || self.leader.as_ref() != Some(&req.transfer_id) {
             ResponseCode::InconsistentLeader
-        } else if self.end_index < req.take_leadership_ledger_index || self.poisoned {
+        } else if self.end_index < req.take_leadership_ledger_index
+            || self.poisoned
+            || self.handler.barrier.is_some()
+        {
             ResponseCode::TakeLeadershipFailed
         } else {
             ResponseCode::Success

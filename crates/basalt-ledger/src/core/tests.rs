@@ -1363,3 +1363,34 @@ fn oversized_appends_are_refused_before_anything_is_written() {
     );
     assert_eq!(c.end_index(), end);
 }
+
+#[test]
+fn no_campaign_while_a_truncation_is_not_durable() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1, 1, 1]);
+    log.synced(2);
+    let mut f = follower(1, 2, &mut log);
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[1, 2, 2]);
+    let le = |i| lead.entry(i).unwrap().unwrap();
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 70, 2, PushType::Truncate, -1, vec![le(0), le(1)]),
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, Command::Truncate { next_index: 1, .. }))
+    );
+    // The leader goes silent; the election timeout passes while the barrier sync
+    // is still running: no campaign (a leader would append its no-op).
+    let cmds2 = step(&mut f, &mut log, 2000, Event::Tick);
+    assert_eq!(f.role(), Role::Follower);
+    assert!(vote_requests(&cmds2).is_empty());
+    // Once the truncation is durable the member campaigns.
+    let _ = synced(&mut f, &mut log, 2001, &cmds);
+    let cmds = step(&mut f, &mut log, 2100, Event::Tick);
+    assert_eq!(f.role(), Role::PreCandidate);
+    assert!(!vote_requests(&cmds).is_empty());
+}

@@ -33,6 +33,7 @@ pub struct MemLog {
     /// `entries[..durable_len]` survive any crash.
     durable_len: usize,
     pending_truncate: Option<PendingTruncate>,
+    unsynced_truncation: bool,
 }
 
 impl MemLog {
@@ -45,6 +46,7 @@ impl MemLog {
             end_pos: 0,
             durable_len: 0,
             pending_truncate: None,
+            unsynced_truncation: false,
         }
     }
 
@@ -60,6 +62,12 @@ impl MemLog {
     /// Index of the first entry (valid when not empty).
     pub fn first_index(&self) -> i64 {
         self.first
+    }
+
+    /// Whether a truncation was made that no completed sync covers yet (removed
+    /// bytes may still be on the disk, synced or not).
+    pub fn truncation_pending(&self) -> bool {
+        self.unsynced_truncation
     }
 
     /// Appends entries at the end; checks indexes and positions.
@@ -97,6 +105,7 @@ impl MemLog {
     /// entries removed.
     pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Vec<Entry> {
         let durable_before = self.durable_len;
+        self.unsynced_truncation = true;
         let keep_prefix = !self.entries.is_empty()
             && next_index > self.first
             && next_index - 1 <= self.end_index()
@@ -155,6 +164,7 @@ impl MemLog {
             self.durable_len = self.durable_len.max(n);
         }
         self.pending_truncate = None;
+        self.unsynced_truncation = false;
     }
 
     /// A crash: keeps the durable entries and, of the rest, what `pick(lo, hi)`
@@ -175,6 +185,7 @@ impl MemLog {
             .last()
             .map(|e| e.header.end_pos())
             .unwrap_or(self.start_pos);
+        self.unsynced_truncation = false;
         self.durable_len = self.entries.len();
         self.first
     }

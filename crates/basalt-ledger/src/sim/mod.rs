@@ -912,6 +912,12 @@ impl Sim {
     /// may write entries that differ from what the cluster committed at those
     /// indexes: they never commit, which `on_commit` checks.)
     fn check_write(&self, i: usize, entries: &[Entry]) -> Result<(), String> {
+        if self.nodes[i].log.truncation_pending() {
+            return Err(format!(
+                "{} writes before its truncation is durable (the barrier)",
+                self.nodes[i].id
+            ));
+        }
         let committed = self.nodes[i].committed_before_step;
         for e in entries {
             if e.index() <= committed {
