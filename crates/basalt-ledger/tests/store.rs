@@ -269,10 +269,16 @@ fn damage_in_the_durable_region_is_an_error_naming_file_and_offset() {
     );
     // The operator check reports the same spot without touching the files.
     let r = check_ledger_dir(dir.path()).unwrap();
-    let bad = r.first_bad.unwrap();
+    let bad = r.first_bad.clone().unwrap();
     assert_eq!((bad.path, bad.offset), (file, (e.pos() % DATA) as u64));
     assert_eq!(r.last_index, 35);
     assert_eq!(r.terms, vec![(1, 0, 36)]);
+    assert!(!r.is_ok());
+    let text = r.to_string();
+    assert!(
+        text.contains("entries:          36") && text.contains("CRC"),
+        "{text}"
+    );
 }
 
 #[test]

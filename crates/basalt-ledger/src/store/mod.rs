@@ -1027,6 +1027,58 @@ pub struct LedgerCheckReport {
     pub hard_state: Option<HardState>,
 }
 
+impl LedgerCheckReport {
+    /// No damage found. (After a crash, a torn unsynced tail shows up as damage at
+    /// the end of the log; the next start cuts it.)
+    pub fn is_ok(&self) -> bool {
+        self.first_bad.is_none()
+    }
+}
+
+impl std::fmt::Display for LedgerCheckReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "data files:       {}", self.data_files)?;
+        writeln!(f, "index files:      {}", self.index_files)?;
+        writeln!(
+            f,
+            "entries:          {} ({} no-op), {} bytes",
+            self.entries, self.noop_entries, self.bytes
+        )?;
+        writeln!(
+            f,
+            "indexes:          {}..={}",
+            self.first_index, self.last_index
+        )?;
+        writeln!(f, "end position:     {}", self.end_pos)?;
+        for (term, first, n) in &self.terms {
+            writeln!(f, "term {term:>10}:  {n} entries from index {first}")?;
+        }
+        writeln!(f, "index mismatches: {}", self.index_mismatches)?;
+        if let Some(c) = &self.checkpoint {
+            writeln!(
+                f,
+                "checkpoint:       endIndex={} committedIndex={}",
+                c.end_index, c.committed_index
+            )?;
+        }
+        if let Some(h) = &self.hard_state {
+            writeln!(
+                f,
+                "term file:        term={} votedFor={:?} leader={:?}",
+                h.term, h.voted_for, h.leader
+            )?;
+        }
+        match &self.first_bad {
+            None => write!(f, "damage:           none"),
+            Some(b) => write!(
+                f,
+                "damage:           {:?} at offset {}: {}",
+                b.path, b.offset, b.reason
+            ),
+        }
+    }
+}
+
 /// A damaged spot: file, offset in the file, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadSpot {
