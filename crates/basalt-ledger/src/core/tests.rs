@@ -1394,3 +1394,47 @@ fn no_campaign_while_a_truncation_is_not_durable() {
     assert_eq!(f.role(), Role::PreCandidate);
     assert!(!vote_requests(&cmds).is_empty());
 }
+
+#[test]
+fn storage_failure_poisons_the_member() {
+    let (mut c, mut log, _, _) = leader_comparing(&[1]);
+    let cmds = step(
+        &mut c,
+        &mut log,
+        402,
+        Event::StorageFailed {
+            reason: "fsync: EIO".into(),
+        },
+    );
+    assert!(c.is_poisoned());
+    assert_eq!(c.role(), Role::Follower, "a poisoned leader steps down");
+    assert!(!cmds.iter().any(|c| matches!(c, Command::Sync { .. })));
+    let cmds = step(
+        &mut c,
+        &mut log,
+        403,
+        Event::ClientAppend {
+            client: 1,
+            body_lens: vec![1],
+        },
+    );
+    assert!(cmds.iter().any(|c| matches!(
+        c,
+        Command::AppendResult {
+            client: 1,
+            result: Err(AppendError::Poisoned)
+        }
+    )));
+    // It never campaigns again, and refuses pushes with DISK_ERROR.
+    for t in 1..20 {
+        let cmds = step(&mut c, &mut log, 403 + t * 500, Event::Tick);
+        assert!(vote_requests(&cmds).is_empty());
+    }
+    let cmds = step(
+        &mut c,
+        &mut log,
+        20_000,
+        push(2, 0, 9, 3, PushType::Commit, 0, vec![]),
+    );
+    assert_eq!(push_responses(&cmds)[0].1.code, ResponseCode::DiskError);
+}
