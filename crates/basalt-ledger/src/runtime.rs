@@ -196,6 +196,18 @@ impl Ledger {
         let (control_tx, control_rx) = mpsc::channel(64 * 1024);
         let (io_tx, io_rx) = std::sync::mpsc::channel::<IoJob>();
         let (done_tx, done_rx) = mpsc::unbounded_channel::<IoDone>();
+        let (prefault_tx, prefault_rx) = std::sync::mpsc::channel::<crate::store::PrefaultJob>();
+        std::thread::Builder::new()
+            .name(format!("ledger-prefault-{}", config.self_id))
+            .spawn(move || {
+                for job in prefault_rx {
+                    if !job.run() {
+                        tracing::info!("page prefaulting unsupported by the kernel; disabled");
+                        return;
+                    }
+                }
+            })
+            .map_err(LedgerError::Io)?;
         let dir = config.data_dir.clone();
         std::thread::Builder::new()
             .name(format!("ledger-io-{}", config.self_id))
@@ -219,6 +231,7 @@ impl Ledger {
             failed: Vec::new(),
             io_tx,
             io_pending: 0,
+            prefault_tx,
             checkpoint_in_flight: false,
             checkpointed: (
                 recovered.checkpoint.map(|c| c.end_index).unwrap_or(-1),
@@ -409,6 +422,8 @@ struct Runtime {
     io_tx: std::sync::mpsc::Sender<IoJob>,
     /// I/O jobs submitted and not completed.
     io_pending: usize,
+    /// Page prefaulting, on its own thread (never in the way of an fsync).
+    prefault_tx: std::sync::mpsc::Sender<crate::store::PrefaultJob>,
     checkpoint_in_flight: bool,
     /// (durable end, committed index) of the last checkpoint.
     checkpointed: (i64, i64),
@@ -642,6 +657,7 @@ impl Runtime {
                     .map(|(p, b)| Entry::new(p.kind, p.index, term, p.pos, b.freeze()))
                     .collect();
                 self.store.append_entries(&batch)?;
+                self.prefault();
                 debug_assert!(
                     entries
                         .iter()
@@ -651,6 +667,7 @@ impl Runtime {
             }
             Command::AppendAsFollower { entries } => {
                 self.store.append_entries(&entries)?;
+                self.prefault();
                 return Ok(true);
             }
             Command::Truncate {
@@ -696,6 +713,14 @@ impl Runtime {
             }
         }
         Ok(false)
+    }
+
+    fn prefault(&mut self) {
+        if let Some(job) = self.store.prefault_job()
+            && self.prefault_tx.send(job).is_err()
+        {
+            self.store.disable_prefault();
+        }
     }
 
     fn map_append_error(&self, e: AppendError) -> LedgerError {

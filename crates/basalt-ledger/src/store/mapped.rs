@@ -180,6 +180,29 @@ impl MappedFile {
         }
     }
 
+    /// Faults `[off, off + len)` in as writable without changing its bytes
+    /// (`MADV_POPULATE_WRITE`), so appends there do not stall on page faults and
+    /// block allocation. Safe to run beside the writer. Returns false where the
+    /// kernel does not support it.
+    pub fn prefault(&self, off: usize, len: usize) -> bool {
+        let page = 4096;
+        let start = off / page * page;
+        let end = (off + len).min(self.size as usize);
+        if end <= start {
+            return true;
+        }
+        // SAFETY: an advice on a range of our own mapping; it does not change
+        // the contents.
+        let r = unsafe {
+            libc::madvise(
+                self.map.as_mut_ptr().add(start) as *mut libc::c_void,
+                end - start,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        r == 0
+    }
+
     /// Makes `[off, off + len)` durable (msync).
     pub fn sync_range(&self, off: usize, len: usize) -> Result<(), StoreError> {
         if len == 0 {

@@ -378,10 +378,31 @@ pub struct LedgerStore {
     /// pushes to followers read them from here. Contiguous, ending at `end_index`.
     tail: std::collections::VecDeque<Entry>,
     tail_bytes: usize,
+    /// Data pages up to here were (or are being) faulted in.
+    prefaulted_until: i64,
+    prefault_enabled: bool,
 }
 
 /// Bytes of recent entries kept in memory for pushes.
 const TAIL_CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// Data pages are faulted in this far ahead of the write position, in chunks.
+const PREFAULT_AHEAD: i64 = 8 * 1024 * 1024;
+const PREFAULT_CHUNK: i64 = 4 * 1024 * 1024;
+
+/// Pages to fault in ahead of the writer, on a thread of their own.
+pub struct PrefaultJob {
+    ranges: Vec<(Arc<MappedFile>, usize, usize)>,
+}
+
+impl PrefaultJob {
+    /// Faults the ranges in; false if the kernel cannot (then nothing is lost but
+    /// the head start).
+    pub fn run(&self) -> bool {
+        self.ranges
+            .iter()
+            .all(|(f, off, len)| f.prefault(*off, *len))
+    }
+}
 
 struct ListSource<'a>(&'a MappedFileList);
 
@@ -587,6 +608,8 @@ impl LedgerStore {
             lower_checkpoint: None,
             tail: std::collections::VecDeque::new(),
             tail_bytes: 0,
+            prefaulted_until: end_pos,
+            prefault_enabled: true,
         };
         store.set_committed(committed_index);
         Ok((
@@ -763,6 +786,8 @@ impl LedgerStore {
             "truncating committed entry {next_index} (committed {committed})"
         );
         self.drop_tail_from(next_index);
+        // Cut pages are gone: fault them in again from the new end.
+        self.prefaulted_until = self.prefaulted_until.min(next_pos);
         let prev = next_index - 1;
         let keep_prefix = self.end_index >= 0
             && prev >= self.begin_index
@@ -820,6 +845,43 @@ impl LedgerStore {
         }
         self.publish_files();
         Ok(())
+    }
+
+    /// The next chunk of data pages to fault in, when the writer comes within
+    /// `PREFAULT_AHEAD` of what was faulted (creating the next data file ahead of
+    /// time if the chunk reaches into it).
+    pub fn prefault_job(&mut self) -> Option<PrefaultJob> {
+        if !self.prefault_enabled
+            || self.is_poisoned()
+            || self.end_pos + PREFAULT_AHEAD <= self.prefaulted_until
+        {
+            return None;
+        }
+        let from = self.prefaulted_until.max(self.end_pos);
+        let to = from + PREFAULT_CHUNK;
+        let mut created = false;
+        for pos in [from, to - 1] {
+            match self.data.ensure(pos) {
+                Ok((_, c)) => created |= c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot create the next data file ahead of time");
+                    return None;
+                }
+            }
+        }
+        if created {
+            self.data_dirty.dir = true;
+            self.publish_files();
+        }
+        self.prefaulted_until = to;
+        Some(PrefaultJob {
+            ranges: self.data.ranges(from, to),
+        })
+    }
+
+    /// Stops prefaulting (the kernel does not support it).
+    pub fn disable_prefault(&mut self) {
+        self.prefault_enabled = false;
     }
 
     /// Everything written since the last call, to be synced by [`SyncJob::run`].
