@@ -6,7 +6,7 @@
 //!   --seconds S        load duration (default 10)
 //!   --size B           body bytes (default 1024)
 //!   --clients C        concurrent appenders, each one append at a time (default 256)
-//!   --batch-push       push several entries per APPEND
+//!   --no-batch-push    one entry per APPEND (DLedger's default)
 //!   --memory-ack       acknowledge on write instead of on fsync
 //!   --heartbeat-ms H   heartbeat interval (default 2000, DLedger's)
 //!   --failover         afterwards, stop the leader and time the next committed append
@@ -42,7 +42,7 @@ fn args() -> Args {
         seconds: 10,
         size: 1024,
         clients: 256,
-        batch_push: false,
+        batch_push: true,
         memory_ack: false,
         heartbeat_ms: 2000,
         failover: false,
@@ -56,7 +56,7 @@ fn args() -> Args {
             "--seconds" => a.seconds = v().parse().expect("--seconds"),
             "--size" => a.size = v().parse().expect("--size"),
             "--clients" => a.clients = v().parse().expect("--clients"),
-            "--batch-push" => a.batch_push = true,
+            "--no-batch-push" => a.batch_push = false,
             "--memory-ack" => a.memory_ack = true,
             "--heartbeat-ms" => a.heartbeat_ms = v().parse().expect("--heartbeat-ms"),
             "--failover" => a.failover = true,
@@ -106,7 +106,6 @@ async fn main() {
         let mut c = LedgerConfig::new("bench", id.as_str(), peers.clone(), base.join(&id));
         c.heartbeat_interval_ms = a.heartbeat_ms;
         c.enable_batch_push = a.batch_push;
-        c.max_batch_push_size = 64 * 1024;
         c.max_pending_requests = 100_000;
         if a.memory_ack {
             c.ack_mode = AckMode::Memory;

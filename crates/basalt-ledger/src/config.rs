@@ -56,9 +56,11 @@ pub struct LedgerConfig {
     /// How long a follower keeps an APPEND that does not follow its log end before it
     /// answers INCONSISTENT_STATE (DLedger's 1 s `TimeoutFuture`).
     pub follower_push_wait_ms: u64,
-    /// Push several entries per APPEND (`isEnableBatchPush`, false).
+    /// Push several entries per APPEND (`isEnableBatchPush`). Basalt's default is
+    /// true (DLedger's is false): a batch holds only entries already written, so
+    /// it costs no latency and saves a request per entry.
     pub enable_batch_push: bool,
-    /// Bytes per batch APPEND (`maxBatchPushSize`, 4 KiB).
+    /// Bytes per batch APPEND (`maxBatchPushSize`; Basalt 64 KiB, DLedger 4 KiB).
     pub max_batch_push_size: usize,
     /// Catch-up bandwidth per follower in bytes/s (`peerPushQuota`, 20 MiB).
     pub peer_push_quota: u64,
@@ -114,8 +116,8 @@ impl LedgerConfig {
             compare_timeout_ms: 3000,
             commit_push_interval_ms: 1000,
             follower_push_wait_ms: 1000,
-            enable_batch_push: false,
-            max_batch_push_size: 4 * 1024,
+            enable_batch_push: true,
+            max_batch_push_size: 64 * 1024,
             peer_push_quota: 20 * 1024 * 1024,
             peer_push_throttle_point: 300 * 1024 * 1024,
             max_wait_ack_ms: 2500,

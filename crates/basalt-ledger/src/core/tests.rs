@@ -38,6 +38,8 @@ fn config(n: usize, me: usize) -> LedgerConfig {
     c.max_wait_ack_ms = 1000;
     c.leadership_transfer_timeout_ms = 500;
     c.data_file_size = FILE;
+    // One entry per APPEND unless a test turns batching on.
+    c.enable_batch_push = false;
     c
 }
 
@@ -1437,4 +1439,78 @@ fn storage_failure_poisons_the_member() {
         push(2, 0, 9, 3, PushType::Commit, 0, vec![]),
     );
     assert_eq!(push_responses(&cmds)[0].1.code, ResponseCode::DiskError);
+}
+
+#[test]
+fn batch_push_groups_what_is_written() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1]);
+    let mut cfg = config(3, 0);
+    cfg.enable_batch_push = true;
+    cfg.max_batch_push_size = 200;
+    let mut c = LedgerCore::new(
+        &cfg,
+        CoreInit {
+            hard_state: HardState {
+                term: 1,
+                voted_for: None,
+                leader: None,
+            },
+            committed_index: -1,
+            seed: 7,
+        },
+        &log,
+        0,
+    );
+    // Elect n0 (pre-vote, vote), as `leader` does.
+    let cmds = step(&mut c, &mut log, 400, Event::Tick);
+    let (pre, _) = vote_requests(&cmds)[0].clone();
+    let grant = |rid, pre_vote| {
+        msg(
+            1,
+            0,
+            Rpc::Response {
+                id: rid,
+                body: Response::Vote(VoteResponse {
+                    term: 2,
+                    result: VoteResult::Accept,
+                    pre_vote,
+                }),
+            },
+        )
+    };
+    let cmds = step(&mut c, &mut log, 400, grant(pre, true));
+    let cmds = persisted(&mut c, &mut log, 400, &cmds);
+    let (vote, _) = vote_requests(&cmds)[0].clone();
+    let cmds = step(&mut c, &mut log, 400, grant(vote, false));
+    let (_, rid, _) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .unwrap();
+    // n1 matches at 1 (the no-op); then six 40-byte entries (88 bytes each) are
+    // written at once. A batch closes once it reaches 200 bytes (DLedger adds,
+    // then checks): two APPENDs of three entries.
+    let _ = step(&mut c, &mut log, 401, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    let mut bodies = BTreeMap::from([(
+        1,
+        (0..6)
+            .map(|_| Bytes::from_static(&[7u8; 40]))
+            .collect::<Vec<_>>(),
+    )]);
+    let cmds = c.step(
+        402,
+        Event::ClientAppend {
+            client: 1,
+            body_lens: vec![40; 6],
+        },
+        &log,
+    );
+    apply(&mut log, &cmds, &mut bodies);
+    let cmds = c.step(402, Event::Written, &log);
+    let sizes: Vec<Vec<i64>> = push_requests(&cmds)
+        .into_iter()
+        .filter(|(to, _, r)| *to == id(1) && r.push_type == PushType::Append)
+        .map(|(_, _, r)| r.entries.iter().map(|e| e.index()).collect())
+        .collect();
+    assert_eq!(sizes, vec![vec![2, 3, 4], vec![5, 6, 7]]);
 }
