@@ -1,9 +1,17 @@
 //! Basalt's DLedger: a Raft-style replicated log that knows nothing of the broker.
 //!
+//! * [`config`] — [`LedgerConfig`], DLedger's settings and defaults;
 //! * [`core`] — the I/O-free state machines (election, `EntryDispatcher`,
 //!   `EntryHandler`, `QuorumAckChecker`), driven by events, emitting commands;
 //! * [`entry`] — the on-disk entry layout shared by everything;
-//! * [`protocol`] — the messages peers exchange.
+//! * [`protocol`] — the messages members exchange; [`wire`] — their JSON form;
+//! * [`store`] — the mmap ledger store, recovery, zero-copy [`LedgerReader`],
+//!   [`check_ledger_dir`];
+//! * [`runtime`] — [`Ledger::start`] and [`LedgerHandle`], the API the broker uses;
+//! * [`transport`] — TCP (remoting frames) and in-memory transports;
+//! * [`sim`] — the deterministic cluster simulator used by the tests.
+//!
+//! See the crate README for the broker's use of the API and the invariants.
 
 pub mod config;
 pub mod core;
