@@ -319,7 +319,21 @@ pub fn recover(
     Ok(report)
 }
 
+/// Recovery when the records live outside the CommitLog: ConsumeQueues keep
+/// their valid prefix and nothing is cut against the (empty) CommitLog.
+pub fn recover_consume_queues_only(consume_queues: &ConsumeQueueTable) -> Result<RecoveryReport> {
+    let started = Instant::now();
+    let dropped = recover_consume_queues(consume_queues)?;
+    Ok(RecoveryReport {
+        consume_queue_units_dropped: dropped,
+        stop: "external log".into(),
+        elapsed: started.elapsed(),
+        ..Default::default()
+    })
+}
+
 /// Cuts ConsumeQueue units and index watermarks past `log_end`, rebuilds the
+
 /// topic queue table and corrects min offsets.
 fn finish_queues(
     commit_log: &CommitLog,

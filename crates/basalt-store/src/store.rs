@@ -209,13 +209,19 @@ impl MessageStore {
 
         let abort_path = config.abort_path();
         let abnormal = abort_path.exists();
-        let report = recovery::recover(
-            &commit_log,
-            &consume_queues,
-            &dispatcher,
-            &checkpoint,
-            abnormal,
-        )?;
+        let report = if config.external_log {
+            // The records live elsewhere (ledger mode): only the ConsumeQueues'
+            // own validity is checked here; the owner of the log re-dispatches.
+            recovery::recover_consume_queues_only(&consume_queues)?
+        } else {
+            recovery::recover(
+                &commit_log,
+                &consume_queues,
+                &dispatcher,
+                &checkpoint,
+                abnormal,
+            )?
+        };
         tracing::info!(
             abnormal = report.abnormal,
             log_end = report.log_end,
@@ -347,7 +353,37 @@ impl MessageStore {
                 "the store is shut down",
             ));
         }
+        if self.config.external_log {
+            return Some(PutMessageResult::failed(
+                PutMessageStatus::ServiceNotAvailable,
+                "records are appended through the replicated ledger in this mode",
+            ));
+        }
         None
+    }
+
+    /// The dispatcher that turns records into ConsumeQueue units and index
+    /// entries (ledger mode feeds it committed entries itself).
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
+    }
+
+    /// fsyncs every ConsumeQueue and the index now (ledger mode records its
+    /// dispatch progress only after this).
+    pub fn flush_consume_queues(&self) -> Result<()> {
+        let r = (|| {
+            for q in self.consume_queues.all() {
+                q.flush(0)?;
+            }
+            if let Some(i) = &self.index {
+                i.flush()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
     }
 
     /// Appends one message (not waiting for durability).
@@ -355,6 +391,7 @@ impl MessageStore {
         if let Some(r) = self.refuse() {
             return r;
         }
+
         match self.commit_log.append(draft) {
             Ok(a) => PutMessageResult::ok(a),
             Err(e) => e.into(),
