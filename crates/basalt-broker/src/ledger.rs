@@ -59,6 +59,10 @@ impl MessageLog for LedgerLog {
     }
 }
 
+/// Where the stamp callback put a send: physical offsets, first queue
+/// offset, store time, bytes.
+type Placement = (Vec<i64>, i64, i64, usize);
+
 /// The ledger of a ledger-mode broker and what the broker keeps beside it.
 pub struct LedgerMode {
     pub handle: LedgerHandle,
@@ -294,7 +298,7 @@ impl LedgerMode {
         let queue_id = first.queue_id;
         let consumable = sysflag::is_consumable(first.sys_flag);
         let table = Arc::clone(&self.table);
-        let placed: Arc<Mutex<Option<(Vec<i64>, i64, i64, usize)>>> = Arc::new(Mutex::new(None));
+        let placed: Arc<Mutex<Option<Placement>>> = Arc::new(Mutex::new(None));
         let out = Arc::clone(&placed);
         let stamp = move |slots: &mut [StampSlot<'_>]| {
             let ts = basalt_common::time::now_millis();
@@ -403,12 +407,12 @@ impl LedgerMode {
                             );
                             continue;
                         }
-                        if let Some(req) = DispatchRequest::from_record(&v, &delays) {
-                            if let Err(err) = store.dispatcher().dispatch(&req, true) {
-                                tracing::error!(index = e.index, error = %err, "dispatch failed; retrying in 1 s");
-                                tokio::time::sleep(Duration::from_secs(1)).await;
-                                break;
-                            }
+                        if let Some(req) = DispatchRequest::from_record(&v, &delays)
+                            && let Err(err) = store.dispatcher().dispatch(&req, true)
+                        {
+                            tracing::error!(index = e.index, error = %err, "dispatch failed; retrying in 1 s");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            break;
                         }
                     }
                     Err(err) => {

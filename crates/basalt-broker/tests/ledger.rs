@@ -109,10 +109,10 @@ async fn leader(brokers: &[Option<BrokerHandle>], timeout: Duration) -> usize {
     let deadline = Instant::now() + timeout;
     loop {
         for (i, b) in brokers.iter().enumerate() {
-            if let Some(b) = b {
-                if !b.broker().is_slave() {
-                    return i;
-                }
+            if let Some(b) = b
+                && !b.broker().is_slave()
+            {
+                return i;
             }
         }
         assert!(

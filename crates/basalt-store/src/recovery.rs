@@ -333,7 +333,6 @@ pub fn recover_consume_queues_only(consume_queues: &ConsumeQueueTable) -> Result
 }
 
 /// Cuts ConsumeQueue units and index watermarks past `log_end`, rebuilds the
-
 /// topic queue table and corrects min offsets.
 fn finish_queues(
     commit_log: &CommitLog,
