@@ -172,10 +172,16 @@ impl PushInner {
             if !self.is_running() {
                 break;
             }
-            let task = tokio::spawn(pull_loop::run(self.clone(), mq.clone(), pq.clone(), offset));
-            self.pull_tasks.lock().insert(mq.clone(), task);
+            let shared = Arc::new(mq.clone());
+            let task = tokio::spawn(pull_loop::run(
+                self.clone(),
+                shared.clone(),
+                pq.clone(),
+                offset,
+            ));
+            self.pull_tasks.lock().insert(mq, task);
             if self.options.consume_orderly {
-                tokio::spawn(consume::orderly_loop(self.clone(), mq, pq));
+                tokio::spawn(consume::orderly_loop(self.clone(), shared, pq));
             }
         }
         changed
