@@ -86,6 +86,15 @@ async fn send_v2_header_fields_and_body() {
     );
     assert_eq!(stored[0].flag, 7);
 
+    // Topic names are checked before the first lookup; bodies every time.
+    for bad in [Message::new("bad topic", "x"), Message::new("T1", "")] {
+        assert!(matches!(
+            p.send(&bad).await,
+            Err(ClientError::InvalidMessage(_))
+        ));
+    }
+    assert!(p.fetch_publish_queues("bad/topic").await.is_err());
+
     p.shutdown().await;
     let unreg = b.requests_with(request::UNREGISTER_CLIENT);
     assert_eq!(unreg.len(), 1);
