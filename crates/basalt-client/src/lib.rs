@@ -20,6 +20,8 @@ pub mod config;
 pub mod decode;
 pub mod error;
 pub mod filter;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod instance;
 pub mod message;
 pub mod producer;

@@ -15,7 +15,7 @@
 
 pub mod allocate;
 mod consume;
-mod offset_store;
+pub(crate) mod offset_store;
 mod process_queue;
 mod pull_loop;
 mod rebalance;
