@@ -118,8 +118,10 @@ impl Broker {
             v.push(("haConnections".to_string(), conns.len().to_string()));
             let acked = m.acked_offset();
             v.push(("haSlaveAckOffset".to_string(), acked.to_string()));
-            let lag = if acked >= 0 { max - acked } else { max };
-            v.push(("slaveFallBehindBytes".to_string(), lag.to_string()));
+            if !conns.is_empty() {
+                let lag = if acked >= 0 { max - acked } else { max };
+                v.push(("slaveFallBehindBytes".to_string(), lag.to_string()));
+            }
         }
         if let Some(s) = self.ha_slave.get() {
             v.push(("haMasterAddr".to_string(), s.master().unwrap_or_default()));

@@ -164,7 +164,7 @@ async fn run_level(broker: Arc<Broker>, level: i32) {
 
 /// Re-puts one delayed message to its real topic and queue.
 fn deliver(broker: &Broker, phys: i64, size: i32) -> Result<(), String> {
-    let Some(rec) = broker.store.commit_log().read_bytes(phys, size as usize) else {
+    let Some(rec) = broker.store.log().read_bytes(phys, size as usize) else {
         // Expired from the CommitLog: nothing to deliver.
         return Ok(());
     };

@@ -29,6 +29,7 @@ pub mod health;
 pub mod index;
 pub mod mapped_file;
 pub mod mapped_file_queue;
+pub mod message_log;
 pub mod put;
 pub mod recovery;
 pub mod services;
@@ -38,6 +39,7 @@ pub mod transient_pool;
 
 pub use config::StoreConfig;
 pub use error::{Result, StoreError};
+pub use message_log::MessageLog;
 pub use put::{AppendResult, PutMessageResult, PutMessageStatus};
 pub use store::{
     BoundaryType, GetMessageRequest, GetMessageResult, GetMessageStatus, MessageFilter,

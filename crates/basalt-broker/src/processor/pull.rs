@@ -289,11 +289,7 @@ fn join_records(broker: &Broker, msgs: &[Bytes], total: usize) -> Bytes {
                 .all(|w| w[0].as_ptr().wrapping_add(w[0].len()) == w[1].as_ptr());
             if contiguous {
                 if let Ok(v) = basalt_common::record::RecordView::parse(first, false) {
-                    if let Some(b) = broker
-                        .store
-                        .commit_log()
-                        .read_bytes(v.physical_offset, total)
-                    {
+                    if let Some(b) = broker.store.log().read_bytes(v.physical_offset, total) {
                         return b;
                     }
                 }
