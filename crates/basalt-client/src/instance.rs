@@ -48,6 +48,13 @@ pub(crate) trait ConsumerInner: Send + Sync + 'static {
     /// GET_CONSUMER_RUNNING_INFO's body (`ConsumerRunningInfo` JSON), with
     /// `extra` added to its properties.
     fn running_info(&self, extra: BTreeMap<String, String>) -> Vec<u8>;
+    /// RESET_CONSUMER_CLIENT_OFFSET: restart the held queues of `topic`
+    /// found in `offsets` from those offsets.
+    fn reset_offsets(
+        self: Arc<Self>,
+        topic: String,
+        offsets: BTreeMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()>;
 }
 
 /// A broker address found for a broker group, and whether it is a slave.
@@ -865,6 +872,11 @@ impl ClientRequestHandler for ServerRequests {
                     Some(RemotingCommand::response_to(&req))
                 }
                 request::GET_CONSUMER_RUNNING_INFO => Some(me.running_info_response(&req)),
+                request::RESET_CONSUMER_CLIENT_OFFSET => {
+                    me.reset_offsets(&req).await;
+                    // Brokers send it oneway (no reply goes out then).
+                    Some(RemotingCommand::response_to(&req))
+                }
                 request::CHECK_TRANSACTION_STATE => {
                     tracing::warn!(broker = %channel.remote_addr(),
                         "CHECK_TRANSACTION_STATE received, but this client sends no transactional messages");
@@ -876,7 +888,52 @@ impl ClientRequestHandler for ServerRequests {
     }
 }
 
+/// RESET_CONSUMER_CLIENT_OFFSET's body (`ResetOffsetBody`): MessageQueue
+/// object keys, fastjson style.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResetOffsetBody {
+    #[serde(
+        default,
+        deserialize_with = "basalt_remoting::fastjson::mq_map::deserialize"
+    )]
+    offset_table: Vec<(MessageQueue, i64)>,
+}
+
 impl ClientInstance {
+    /// An admin reset a group's offsets: the broker tells each consumer the
+    /// new offsets of the queues (Java `ClientRemotingProcessor.resetOffset`).
+    async fn reset_offsets(&self, req: &RemotingCommand) {
+        let (Some(topic), Some(group)) = (req.ext_fields.get("topic"), req.ext_fields.get("group"))
+        else {
+            tracing::warn!("RESET_CONSUMER_CLIENT_OFFSET without topic or group");
+            return;
+        };
+        let table: BTreeMap<MessageQueue, i64> = if req.body.is_empty() {
+            BTreeMap::new()
+        } else {
+            match basalt_remoting::fastjson::from_slice::<ResetOffsetBody>(&req.body) {
+                Ok(b) => b.offset_table.into_iter().collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "undecodable RESET_CONSUMER_CLIENT_OFFSET body");
+                    return;
+                }
+            }
+        };
+        match self.consumer(group) {
+            Some(c) => {
+                tracing::info!(
+                    group,
+                    topic,
+                    queues = table.len(),
+                    "resetting consumer offsets"
+                );
+                c.reset_offsets(topic.to_string(), table).await;
+            }
+            None => tracing::debug!(group, "offset reset for a group this client does not run"),
+        }
+    }
+
     fn running_info_response(&self, req: &RemotingCommand) -> RemotingCommand {
         let header = match req.decode_header::<GetConsumerRunningInfoRequestHeader>() {
             Ok(h) => h,

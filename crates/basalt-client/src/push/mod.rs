@@ -680,4 +680,12 @@ impl ConsumerInner for PushInner {
     fn running_info(&self, extra: BTreeMap<String, String>) -> Vec<u8> {
         self.write_running_info(extra)
     }
+
+    fn reset_offsets(
+        self: Arc<Self>,
+        topic: String,
+        offsets: BTreeMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.reset_offsets_now(&topic, &offsets).await })
+    }
 }

@@ -207,6 +207,37 @@ impl PushInner {
         }
     }
 
+    /// Restarts the held queues of `topic` listed in `offsets` from those
+    /// offsets: drop them (in-flight results are discarded), commit the new
+    /// offsets, and let a rebalance take them up again (Java
+    /// `MQClientInstance.resetOffset`).
+    pub(crate) async fn reset_offsets_now(
+        self: &Arc<Self>,
+        topic: &str,
+        offsets: &BTreeMap<MessageQueue, i64>,
+    ) {
+        if !self.is_running() {
+            return;
+        }
+        let _no_rebalance = self.rebalance_lock.lock().await;
+        let held: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> = self
+            .process_queues
+            .lock()
+            .iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .filter_map(|(mq, pq)| offsets.get(mq).map(|o| (mq.clone(), pq.clone(), *o)))
+            .collect();
+        for (mq, pq, offset) in held {
+            pq.set_dropped();
+            self.forget_queue(&mq, &pq);
+            let store = self.offsets();
+            store.update(&mq, offset, false);
+            store.persist(&mq).await;
+            store.remove(&mq);
+        }
+        self.instance.rebalance_now();
+    }
+
     /// Removes `pq` from the tables if it is still the one registered for `mq`.
     pub(crate) fn forget_queue(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) {
         let mut table = self.process_queues.lock();
