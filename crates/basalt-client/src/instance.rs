@@ -723,15 +723,19 @@ impl ClientInstance {
         let (stop, stop_rx) = watch::channel(false);
         let cfg = &self.config;
         let mut tasks = Vec::new();
+        // The first heartbeat goes out after 1 s, as in Java, so brokers
+        // learn of producers whose routes were found at their first send.
         tasks.push(spawn_periodic(
             Arc::downgrade(self),
             stop_rx.clone(),
+            cfg.poll_name_server_interval,
             cfg.poll_name_server_interval,
             |me| Box::pin(async move { me.refresh_all_routes().await }),
         ));
         tasks.push(spawn_periodic(
             Arc::downgrade(self),
             stop_rx.clone(),
+            cfg.heartbeat_interval.min(Duration::from_secs(1)),
             cfg.heartbeat_interval,
             |me| {
                 Box::pin(async move {
@@ -743,6 +747,7 @@ impl ClientInstance {
         tasks.push(spawn_periodic(
             Arc::downgrade(self),
             stop_rx.clone(),
+            cfg.persist_consumer_offset_interval,
             cfg.persist_consumer_offset_interval,
             |me| {
                 Box::pin(async move {
@@ -795,17 +800,18 @@ fn route_writable(route: &TopicRouteData) -> bool {
 
 type Job = fn(Arc<ClientInstance>) -> BoxFuture<'static, ()>;
 
-/// Runs `job` every `period` (first run one period after start) until the
-/// stop signal or until the instance is gone.
+/// Runs `job` after `first`, then every `period`, until the stop signal or
+/// until the instance is gone.
 fn spawn_periodic(
     weak: Weak<ClientInstance>,
     mut stop: watch::Receiver<bool>,
+    first: Duration,
     period: Duration,
     job: Job,
 ) -> JoinHandle<()> {
     let period = period.max(Duration::from_millis(1));
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + first, period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
