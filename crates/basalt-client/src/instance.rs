@@ -412,9 +412,21 @@ impl ClientInstance {
 
     /// Refreshes a topic's route in the background (after a send failure).
     pub(crate) fn refresh_route_soon(self: &Arc<Self>, topic: &str) {
+        // One refresh per topic at a time: a broker outage fails many sends
+        // at once, and each must not become a NameServer request.
+        let gate = self
+            .route_gates
+            .lock()
+            .entry(topic.to_string())
+            .or_default()
+            .clone();
+        let Ok(guard) = gate.try_lock_owned() else {
+            return;
+        };
         let weak = Arc::downgrade(self);
         let topic = topic.to_string();
         tokio::spawn(async move {
+            let _guard = guard;
             if let Some(me) = weak.upgrade()
                 && let Err(e) = me.update_route(&topic).await
             {

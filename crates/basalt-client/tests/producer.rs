@@ -493,3 +493,23 @@ async fn pull_consumer_decodes_filters_and_tracks_offsets() {
     b.shutdown().await;
     ns.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_broker_is_skipped_on_retry() {
+    let (ns, ns_addr) = start_namesrv().await;
+    let a = FakeBroker::start("broker-a", &ns_addr, &[("TD", 2)]).await;
+    let b = FakeBroker::start("broker-b", &ns_addr, &[("TD", 2)]).await;
+    let p = Producer::new("PG", config(&ns_addr));
+    p.start().await.unwrap();
+    p.send(&Message::new("TD", "warm")).await.unwrap();
+    // broker-a goes away; the client's cached route still lists it.
+    a.shutdown().await;
+    for i in 0..8 {
+        let r = p.send(&Message::new("TD", format!("m{i}"))).await.unwrap();
+        assert_eq!(r.queue.broker_name, "broker-b", "send {i}");
+    }
+    assert!(b.count(request::SEND_MESSAGE_V2) >= 8);
+    p.shutdown().await;
+    b.shutdown().await;
+    ns.shutdown().await;
+}
