@@ -3,7 +3,7 @@
 //!
 //! * Rebalance (every `rebalance_interval`, and at once on
 //!   NOTIFY_CONSUMER_IDS_CHANGED): GET_CONSUMER_LIST_BY_GROUP, sort,
-//!   allocate ([`AllocateStrategy`]), add and drop [process queues](process_queue).
+//!   allocate ([`AllocateStrategy`]), add and drop process queues.
 //! * One pull task per queue with long polling and flow control.
 //! * Concurrent consumption through a bounded set of workers, or orderly
 //!   consumption (one batch at a time per queue, queues locked at the broker).
