@@ -265,10 +265,10 @@ impl Broker {
         if !self.config.notify_consumer_ids_changed_enable {
             return;
         }
-        if let Some(g) = self.groups.get(group) {
-            if !g.notify_consumer_ids_changed_enable {
-                return;
-            }
+        if let Some(g) = self.groups.get(group)
+            && !g.notify_consumer_ids_changed_enable
+        {
+            return;
         }
         let channels = self.clients.consumer_channels(group);
         let header = basalt_remoting::header::NotifyConsumerIdsChangedRequestHeader {

@@ -332,10 +332,8 @@ impl BrokerConfig {
                 tracing::warn!(key = %k, "unknown configuration key ignored");
             }
         }
-        if explicit_ha {
-            if let Some((_, v)) = pairs.iter().rev().find(|(k, _)| k == "haListenPort") {
-                self.set("haListenPort", v)?;
-            }
+        if explicit_ha && let Some((_, v)) = pairs.iter().rev().find(|(k, _)| k == "haListenPort") {
+            self.set("haListenPort", v)?;
         }
         self.validate()
     }

@@ -498,13 +498,13 @@ impl MessageStore {
                 break;
             }
             examined += 1;
-            if let Some(f) = filter {
-                if !f.matches_tags_code(unit.tags_code) {
-                    if result.buffer_total_size == 0 {
-                        status = GetMessageStatus::NoMatchedMessage;
-                    }
-                    continue;
+            if let Some(f) = filter
+                && !f.matches_tags_code(unit.tags_code)
+            {
+                if result.buffer_total_size == 0 {
+                    status = GetMessageStatus::NoMatchedMessage;
                 }
+                continue;
             }
             let Some(bytes) = log.read_bytes(phys, size as usize) else {
                 if result.buffer_total_size == 0 {
@@ -513,13 +513,13 @@ impl MessageStore {
                 next_phy_file_start = log.roll_next_file(phys);
                 continue;
             };
-            if let Some(f) = filter {
-                if !f.matches_record(&bytes) {
-                    if result.buffer_total_size == 0 {
-                        status = GetMessageStatus::NoMatchedMessage;
-                    }
-                    continue;
+            if let Some(f) = filter
+                && !f.matches_record(&bytes)
+            {
+                if result.buffer_total_size == 0 {
+                    status = GetMessageStatus::NoMatchedMessage;
                 }
+                continue;
             }
             result.buffer_total_size += bytes.len();
             result.messages.push(bytes);
@@ -546,10 +546,10 @@ impl MessageStore {
         if req.max_msgs <= count {
             return true;
         }
-        if let Some(max_bytes) = req.max_bytes {
-            if r.buffer_total_size + size > max_bytes {
-                return true;
-            }
+        if let Some(max_bytes) = req.max_bytes
+            && r.buffer_total_size + size > max_bytes
+        {
+            return true;
         }
         let c = &self.config;
         if in_disk {

@@ -40,7 +40,7 @@ impl Shared {
     }
 
     fn take(&self) -> (Histogram, u64, u64) {
-        std::mem::replace(&mut *self.lock(), (Histogram::new(), 0, 0))
+        std::mem::take(&mut *self.lock())
     }
 }
 

@@ -311,8 +311,8 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, Strin
         AdminCommand::Cluster => {
             let info = admin.cluster_info().await.map_err(e)?;
             println!(
-                "{:<16} {:<16} {:>3} {:<22} {:<12} {:>10} {:>10} {}",
-                "cluster", "broker", "id", "address", "role", "put", "get", "replication"
+                "{:<16} {:<16} {:>3} {:<22} {:<12} {:>10} {:>10} replication",
+                "cluster", "broker", "id", "address", "role", "put", "get"
             );
             for (cluster, names) in &info.cluster_addr_table {
                 let mut names: Vec<_> = names.iter().collect();
