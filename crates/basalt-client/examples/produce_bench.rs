@@ -1,6 +1,6 @@
 //! Producer throughput with a window of sends in flight.
 //!
-//! `cargo run --release -p basalt-client --example produce_bench -- MODE WINDOW TOTAL BODY [json|binary]`
+//! `cargo run --release -p basalt-client --example produce_bench -- MODE WINDOW TOTAL BODY [binary|json]`
 //!
 //! * `ack` — an in-process server that answers every send at once (with a
 //!   NameServer route): what the client path itself costs;
@@ -92,8 +92,8 @@ fn main() {
     let total: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(500_000);
     let body_len: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(100);
     let serialize = match args.get(4).map(String::as_str) {
-        Some("binary") => SerializeType::Rocketmq,
-        _ => SerializeType::Json,
+        Some("json") => SerializeType::Json,
+        _ => SerializeType::Rocketmq,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

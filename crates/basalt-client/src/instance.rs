@@ -48,6 +48,13 @@ pub(crate) trait ConsumerInner: Send + Sync + 'static {
     /// GET_CONSUMER_RUNNING_INFO's body (`ConsumerRunningInfo` JSON), with
     /// `extra` added to its properties.
     fn running_info(&self, extra: BTreeMap<String, String>) -> Vec<u8>;
+    /// RESET_CONSUMER_CLIENT_OFFSET: restart the held queues of `topic`
+    /// found in `offsets` from those offsets.
+    fn reset_offsets(
+        self: Arc<Self>,
+        topic: String,
+        offsets: BTreeMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()>;
 }
 
 /// A broker address found for a broker group, and whether it is a slave.
@@ -405,9 +412,21 @@ impl ClientInstance {
 
     /// Refreshes a topic's route in the background (after a send failure).
     pub(crate) fn refresh_route_soon(self: &Arc<Self>, topic: &str) {
+        // One refresh per topic at a time: a broker outage fails many sends
+        // at once, and each must not become a NameServer request.
+        let gate = self
+            .route_gates
+            .lock()
+            .entry(topic.to_string())
+            .or_default()
+            .clone();
+        let Ok(guard) = gate.try_lock_owned() else {
+            return;
+        };
         let weak = Arc::downgrade(self);
         let topic = topic.to_string();
         tokio::spawn(async move {
+            let _guard = guard;
             if let Some(me) = weak.upgrade()
                 && let Err(e) = me.update_route(&topic).await
             {
@@ -716,15 +735,19 @@ impl ClientInstance {
         let (stop, stop_rx) = watch::channel(false);
         let cfg = &self.config;
         let mut tasks = Vec::new();
+        // The first heartbeat goes out after 1 s, as in Java, so brokers
+        // learn of producers whose routes were found at their first send.
         tasks.push(spawn_periodic(
             Arc::downgrade(self),
             stop_rx.clone(),
+            cfg.poll_name_server_interval,
             cfg.poll_name_server_interval,
             |me| Box::pin(async move { me.refresh_all_routes().await }),
         ));
         tasks.push(spawn_periodic(
             Arc::downgrade(self),
             stop_rx.clone(),
+            cfg.heartbeat_interval.min(Duration::from_secs(1)),
             cfg.heartbeat_interval,
             |me| {
                 Box::pin(async move {
@@ -736,6 +759,7 @@ impl ClientInstance {
         tasks.push(spawn_periodic(
             Arc::downgrade(self),
             stop_rx.clone(),
+            cfg.persist_consumer_offset_interval,
             cfg.persist_consumer_offset_interval,
             |me| {
                 Box::pin(async move {
@@ -788,17 +812,18 @@ fn route_writable(route: &TopicRouteData) -> bool {
 
 type Job = fn(Arc<ClientInstance>) -> BoxFuture<'static, ()>;
 
-/// Runs `job` every `period` (first run one period after start) until the
-/// stop signal or until the instance is gone.
+/// Runs `job` after `first`, then every `period`, until the stop signal or
+/// until the instance is gone.
 fn spawn_periodic(
     weak: Weak<ClientInstance>,
     mut stop: watch::Receiver<bool>,
+    first: Duration,
     period: Duration,
     job: Job,
 ) -> JoinHandle<()> {
     let period = period.max(Duration::from_millis(1));
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + first, period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -865,6 +890,11 @@ impl ClientRequestHandler for ServerRequests {
                     Some(RemotingCommand::response_to(&req))
                 }
                 request::GET_CONSUMER_RUNNING_INFO => Some(me.running_info_response(&req)),
+                request::RESET_CONSUMER_CLIENT_OFFSET => {
+                    me.reset_offsets(&req).await;
+                    // Brokers send it oneway (no reply goes out then).
+                    Some(RemotingCommand::response_to(&req))
+                }
                 request::CHECK_TRANSACTION_STATE => {
                     tracing::warn!(broker = %channel.remote_addr(),
                         "CHECK_TRANSACTION_STATE received, but this client sends no transactional messages");
@@ -876,7 +906,52 @@ impl ClientRequestHandler for ServerRequests {
     }
 }
 
+/// RESET_CONSUMER_CLIENT_OFFSET's body (`ResetOffsetBody`): MessageQueue
+/// object keys, fastjson style.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResetOffsetBody {
+    #[serde(
+        default,
+        deserialize_with = "basalt_remoting::fastjson::mq_map::deserialize"
+    )]
+    offset_table: Vec<(MessageQueue, i64)>,
+}
+
 impl ClientInstance {
+    /// An admin reset a group's offsets: the broker tells each consumer the
+    /// new offsets of the queues (Java `ClientRemotingProcessor.resetOffset`).
+    async fn reset_offsets(&self, req: &RemotingCommand) {
+        let (Some(topic), Some(group)) = (req.ext_fields.get("topic"), req.ext_fields.get("group"))
+        else {
+            tracing::warn!("RESET_CONSUMER_CLIENT_OFFSET without topic or group");
+            return;
+        };
+        let table: BTreeMap<MessageQueue, i64> = if req.body.is_empty() {
+            BTreeMap::new()
+        } else {
+            match basalt_remoting::fastjson::from_slice::<ResetOffsetBody>(&req.body) {
+                Ok(b) => b.offset_table.into_iter().collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "undecodable RESET_CONSUMER_CLIENT_OFFSET body");
+                    return;
+                }
+            }
+        };
+        match self.consumer(group) {
+            Some(c) => {
+                tracing::info!(
+                    group,
+                    topic,
+                    queues = table.len(),
+                    "resetting consumer offsets"
+                );
+                c.reset_offsets(topic.to_string(), table).await;
+            }
+            None => tracing::debug!(group, "offset reset for a group this client does not run"),
+        }
+    }
+
     fn running_info_response(&self, req: &RemotingCommand) -> RemotingCommand {
         let header = match req.decode_header::<GetConsumerRunningInfoRequestHeader>() {
             Ok(h) => h,

@@ -559,15 +559,21 @@ impl Producer {
         let instance = &self.inner.instance;
         let info: Arc<TopicPublishInfo> = match instance.publish_info(p.topic) {
             Some(i) => i,
-            None => tokio::time::timeout_at(
-                deadline,
-                instance.find_publish_info(p.topic, opts.default_topic_queue_nums),
-            )
-            .await
-            .map_err(|_| ClientError::Timeout {
-                what: format!("route lookup of {}", p.topic),
-                millis: opts.send_timeout.as_millis() as u64,
-            })??,
+            None => {
+                // A topic is checked once, before its first lookup.
+                basalt_common::topic::validate_topic(p.topic)
+                    .map_err(|e| ClientError::InvalidMessage(e.to_string()))?;
+                // Boxed: the first-lookup path is large and runs once per topic.
+                tokio::time::timeout_at(
+                    deadline,
+                    Box::pin(instance.find_publish_info(p.topic, opts.default_topic_queue_nums)),
+                )
+                .await
+                .map_err(|_| ClientError::Timeout {
+                    what: format!("route lookup of {}", p.topic),
+                    millis: opts.send_timeout.as_millis() as u64,
+                })??
+            }
         };
         if !info.ok() {
             return Err(ClientError::NoRoute {

@@ -281,6 +281,15 @@ impl ConsumerInner for PullInner {
         Box::pin(async {})
     }
 
+    fn reset_offsets(
+        self: Arc<Self>,
+        _topic: String,
+        _offsets: BTreeMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()> {
+        // The application tracks a pull consumer's offsets itself.
+        Box::pin(async {})
+    }
+
     fn running_info(&self, mut extra: BTreeMap<String, String>) -> Vec<u8> {
         extra.insert("PROP_CONSUME_TYPE".into(), "CONSUME_ACTIVELY".into());
         extra.insert("consumerGroup".into(), self.group.clone());

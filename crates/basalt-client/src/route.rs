@@ -1,5 +1,5 @@
 //! What a client derives from a topic route: the queues a producer may write
-//! ([`TopicPublishInfo`]) and the queues a consumer may read.
+//! (`TopicPublishInfo`) and the queues a consumer may read.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -702,3 +702,51 @@ async fn produce_then_consume_round_trip() {
     b.shutdown().await;
     ns.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_initiated_offset_reset_rewinds_held_queues() {
+    let (ns, ns_addr) = start_namesrv().await;
+    let b = FakeBroker::start("broker-a", &ns_addr, &[("TRS", 1)]).await;
+    fill(&b, "TRS", 0, 5);
+    let c = PushConsumer::with_options(
+        "CGR",
+        config(&ns_addr),
+        PushOptions {
+            consume_from_where: ConsumeFromWhere::FirstOffset,
+            ..Default::default()
+        },
+    );
+    c.subscribe("TRS", "*").unwrap();
+    let seen = collecting(&c);
+    c.start().await.unwrap();
+    wait_until("5 consumed", || seen.lock().len() == 5).await;
+    let mq = MessageQueue::new("TRS", "broker-a", 0);
+    wait_until("offset 5", || c.committed_offset(&mq) == Some(5)).await;
+
+    // An admin resets the group to offset 2: the broker tells the consumer.
+    let mut cmd = basalt_remoting::RemotingCommand::request(request::RESET_CONSUMER_CLIENT_OFFSET);
+    cmd.ext_fields.insert("topic", "TRS");
+    cmd.ext_fields.insert("group", "CGR");
+    cmd.ext_fields.insert("timestamp", "0");
+    cmd.ext_fields.insert("isForce", "true");
+    cmd.body = bytes::Bytes::from_static(
+        br#"{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TRS"}:2}}"#,
+    );
+    b.consumer_channel("CGR")
+        .unwrap()
+        .send_oneway(cmd)
+        .await
+        .unwrap();
+    wait_until("2..5 consumed again", || seen.lock().len() == 8).await;
+    let again: Vec<i64> = seen.lock()[5..]
+        .iter()
+        .map(|s| s.2)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(again, [2, 3, 4]);
+    assert!(offsets_committed(&b, "TRS", 0).contains(&2));
+    c.shutdown().await;
+    b.shutdown().await;
+    ns.shutdown().await;
+}

@@ -86,6 +86,15 @@ async fn send_v2_header_fields_and_body() {
     );
     assert_eq!(stored[0].flag, 7);
 
+    // Topic names are checked before the first lookup; bodies every time.
+    for bad in [Message::new("bad topic", "x"), Message::new("T1", "")] {
+        assert!(matches!(
+            p.send(&bad).await,
+            Err(ClientError::InvalidMessage(_))
+        ));
+    }
+    assert!(p.fetch_publish_queues("bad/topic").await.is_err());
+
     p.shutdown().await;
     let unreg = b.requests_with(request::UNREGISTER_CLIENT);
     assert_eq!(unreg.len(), 1);
@@ -481,6 +490,26 @@ async fn pull_consumer_decodes_filters_and_tracks_offsets() {
     );
 
     c.shutdown().await;
+    b.shutdown().await;
+    ns.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_broker_is_skipped_on_retry() {
+    let (ns, ns_addr) = start_namesrv().await;
+    let a = FakeBroker::start("broker-a", &ns_addr, &[("TD", 2)]).await;
+    let b = FakeBroker::start("broker-b", &ns_addr, &[("TD", 2)]).await;
+    let p = Producer::new("PG", config(&ns_addr));
+    p.start().await.unwrap();
+    p.send(&Message::new("TD", "warm")).await.unwrap();
+    // broker-a goes away; the client's cached route still lists it.
+    a.shutdown().await;
+    for i in 0..8 {
+        let r = p.send(&Message::new("TD", format!("m{i}"))).await.unwrap();
+        assert_eq!(r.queue.broker_name, "broker-b", "send {i}");
+    }
+    assert!(b.count(request::SEND_MESSAGE_V2) >= 8);
+    p.shutdown().await;
     b.shutdown().await;
     ns.shutdown().await;
 }

@@ -14,17 +14,14 @@ use tokio::sync::{mpsc, watch};
 
 use super::process_queue::ProcessQueue;
 use super::{ConsumeContext, ConsumeStatus, Listener, MessageModel, PushInner};
-use crate::message::{MessageExt, MessageQueue, fmt_i64, itoa_buf};
+use crate::message::{MessageExt, MessageQueue};
 
 /// Failed messages whose send-back also failed are consumed again this much later.
 const RESUBMIT_DELAY: Duration = Duration::from_secs(5);
 
-/// Property set on each message when its consumption starts.
-const CONSUME_START_TIME: &str = "CONSUME_START_TIME";
-
 /// A batch for the listener (concurrent mode).
 pub(crate) struct ConsumeRequest {
-    pub mq: MessageQueue,
+    pub mq: Arc<MessageQueue>,
     pub pq: Arc<ProcessQueue>,
     pub msgs: Vec<MessageExt>,
 }
@@ -55,7 +52,12 @@ pub(crate) async fn dispatcher(
 
 impl PushInner {
     /// Hands pulled messages to the consume side.
-    pub(crate) fn submit(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>, msgs: Vec<MessageExt>) {
+    pub(crate) fn submit(
+        &self,
+        mq: &Arc<MessageQueue>,
+        pq: &Arc<ProcessQueue>,
+        msgs: Vec<MessageExt>,
+    ) {
         if self.options.consume_orderly {
             pq.put_owned(msgs);
             return;
@@ -84,19 +86,15 @@ impl PushInner {
         }
     }
 
-    /// Shows a retried message under its original topic and stamps the
-    /// consume start time (`resetRetryAndNamespace`).
+    /// Shows a retried message under its original topic
+    /// (`resetRetryAndNamespace`).
     fn prepare_for_listener(&self, msgs: &mut [MessageExt]) {
-        let retry = basalt_common::topic::retry_topic(&self.group);
-        let mut buf = itoa_buf();
-        let now = fmt_i64(&mut buf, basalt_common::time::now_millis()).to_string();
         for m in msgs.iter_mut() {
-            if m.topic == retry
+            if m.topic == self.retry_topic
                 && let Some(orig) = m.property(property::RETRY_TOPIC).map(str::to_string)
             {
                 m.topic = orig;
             }
-            m.properties.set(CONSUME_START_TIME, now.as_str());
         }
     }
 
@@ -164,7 +162,7 @@ impl PushInner {
         self: &Arc<Self>,
         status: ConsumeStatus,
         ctx: &ConsumeContext,
-        mq: &MessageQueue,
+        mq: &Arc<MessageQueue>,
         pq: &Arc<ProcessQueue>,
         msgs: Vec<MessageExt>,
     ) {
@@ -190,7 +188,10 @@ impl PushInner {
                     if !pq.contains(m.queue_offset) {
                         continue;
                     }
-                    if self.send_back(&m, ctx.delay_level_when_next_consume).await {
+                    // Boxed: the send-back future is large and rarely
+                    // needed; inline it would grow every consume task.
+                    let back = Box::pin(self.send_back(&m, ctx.delay_level_when_next_consume));
+                    if back.await {
                         done.push(m.queue_offset);
                     } else {
                         m.reconsume_times += 1;
@@ -265,7 +266,6 @@ impl PushInner {
             property::MIN_OFFSET,
             property::MAX_OFFSET,
             property::TRAN_MSG,
-            CONSUME_START_TIME,
         ] {
             m.properties.remove(k);
         }
@@ -287,7 +287,11 @@ impl PushInner {
 
 /// Consumes one queue in offset order, one batch at a time, while this
 /// client holds the queue's lock (clustering) — Java's orderly service.
-pub(crate) async fn orderly_loop(inner: Arc<PushInner>, mq: MessageQueue, pq: Arc<ProcessQueue>) {
+pub(crate) async fn orderly_loop(
+    inner: Arc<PushInner>,
+    mq: Arc<MessageQueue>,
+    pq: Arc<ProcessQueue>,
+) {
     let mut stop = inner.stop.subscribe();
     let clustering = inner.options.message_model == MessageModel::Clustering;
     let batch = inner.options.consume_message_batch_max_size.max(1);
@@ -326,7 +330,7 @@ pub(crate) async fn orderly_loop(inner: Arc<PushInner>, mq: MessageQueue, pq: Ar
         }
         let commit = match status {
             ConsumeStatus::Success => true,
-            ConsumeStatus::ReconsumeLater => !inner.reconsume_or_give_up(&mut msgs).await,
+            ConsumeStatus::ReconsumeLater => !Box::pin(inner.reconsume_or_give_up(&mut msgs)).await,
         };
         if commit {
             let offset = pq.commit();
@@ -381,5 +385,25 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
             Err(_) => Poll::Ready(Err(())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Consume tasks are spawned per batch: their futures must stay small
+    /// (the rare send-back path is boxed).
+    #[test]
+    fn consume_future_is_small() {
+        let c = super::super::PushConsumer::new("G", crate::ClientConfig::new("127.0.0.1:1"));
+        let inner = c.inner.clone();
+        let pq = std::sync::Arc::new(super::ProcessQueue::new());
+        let req = super::ConsumeRequest {
+            mq: std::sync::Arc::new(crate::MessageQueue::new("T", "b", 0)),
+            pq,
+            msgs: Vec::new(),
+        };
+        let fut = async move { inner.consume_concurrently(req).await };
+        let size = std::mem::size_of_val(&fut);
+        assert!(size < 2048, "consume future is {size} bytes");
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! * Rebalance (every `rebalance_interval`, and at once on
 //!   NOTIFY_CONSUMER_IDS_CHANGED): GET_CONSUMER_LIST_BY_GROUP, sort,
-//!   allocate ([`AllocateStrategy`]), add and drop [process queues](process_queue).
+//!   allocate ([`AllocateStrategy`]), add and drop process queues.
 //! * One pull task per queue with long polling and flow control.
 //! * Concurrent consumption through a bounded set of workers, or orderly
 //!   consumption (one batch at a time per queue, queues locked at the broker).
@@ -15,7 +15,7 @@
 
 pub mod allocate;
 mod consume;
-mod offset_store;
+pub(crate) mod offset_store;
 mod process_queue;
 mod pull_loop;
 mod rebalance;
@@ -80,7 +80,7 @@ pub enum ConsumeStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumeContext {
     /// The queue the batch came from.
-    pub queue: MessageQueue,
+    pub queue: Arc<MessageQueue>,
     /// Concurrent mode: with `Success`, messages `0..=ack_index` succeeded
     /// and the rest are retried (default: all succeeded).
     pub ack_index: i32,
@@ -92,7 +92,7 @@ pub struct ConsumeContext {
 }
 
 impl ConsumeContext {
-    fn new(queue: MessageQueue, suspend_time: Duration) -> Self {
+    fn new(queue: Arc<MessageQueue>, suspend_time: Duration) -> Self {
         Self {
             queue,
             ack_index: i32::MAX,
@@ -224,6 +224,8 @@ pub struct PushConsumer {
 /// The consumer's state, shared by its tasks.
 pub(crate) struct PushInner {
     group: String,
+    /// `%RETRY%<group>`.
+    retry_topic: String,
     instance: Arc<ClientInstance>,
     options: PushOptions,
     state: AtomicU8,
@@ -272,10 +274,12 @@ impl PushConsumer {
         instance: Arc<ClientInstance>,
         options: PushOptions,
     ) -> Self {
+        let group = group.into();
         let permits = Arc::new(Semaphore::new(options.consume_thread_max.max(1)));
         Self {
             inner: Arc::new(PushInner {
-                group: group.into(),
+                retry_topic: basalt_common::topic::retry_topic(&group),
+                group,
                 retry_producer: Producer::internal(instance.clone()),
                 instance,
                 options,
@@ -675,5 +679,13 @@ impl ConsumerInner for PushInner {
 
     fn running_info(&self, extra: BTreeMap<String, String>) -> Vec<u8> {
         self.write_running_info(extra)
+    }
+
+    fn reset_offsets(
+        self: Arc<Self>,
+        topic: String,
+        offsets: BTreeMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.reset_offsets_now(&topic, &offsets).await })
     }
 }

@@ -161,7 +161,7 @@ impl OffsetStore {
 
 /// `{"offsetTable":{<mq json>:offset,...}}` as fastjson writes
 /// `OffsetSerializeWrapper` (object keys).
-fn encode_file(table: &BTreeMap<MessageQueue, i64>) -> Vec<u8> {
+pub(crate) fn encode_file(table: &BTreeMap<MessageQueue, i64>) -> Vec<u8> {
     let mut out = b"{\"offsetTable\":{".to_vec();
     for (i, (mq, o)) in table.iter().enumerate() {
         if i > 0 {
@@ -185,6 +185,11 @@ fn load_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(e) => return Err(io_err(e)),
     };
+    decode_file(&text).map_err(|e| io_err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+/// Parses an offset file (`OffsetSerializeWrapper`, MessageQueue object keys).
+pub(crate) fn decode_file(text: &[u8]) -> std::result::Result<BTreeMap<MessageQueue, i64>, String> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Wrapper {
@@ -194,12 +199,7 @@ fn load_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
         )]
         offset_table: Vec<(MessageQueue, i64)>,
     }
-    let w: Wrapper = basalt_remoting::fastjson::from_slice(&text).map_err(|e| {
-        io_err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            e.to_string(),
-        ))
-    })?;
+    let w: Wrapper = basalt_remoting::fastjson::from_slice(text).map_err(|e| e.to_string())?;
     Ok(w.offset_table.into_iter().collect())
 }
 

@@ -19,7 +19,7 @@ const DELAY_WHEN_BROKER_FLOW_CONTROL: Duration = Duration::from_millis(20);
 /// Pulls `mq` from `next_offset` until the queue is dropped or the consumer stops.
 pub(crate) async fn run(
     inner: Arc<PushInner>,
-    mq: MessageQueue,
+    mq: Arc<MessageQueue>,
     pq: Arc<ProcessQueue>,
     mut next_offset: i64,
 ) {

@@ -172,10 +172,16 @@ impl PushInner {
             if !self.is_running() {
                 break;
             }
-            let task = tokio::spawn(pull_loop::run(self.clone(), mq.clone(), pq.clone(), offset));
-            self.pull_tasks.lock().insert(mq.clone(), task);
+            let shared = Arc::new(mq.clone());
+            let task = tokio::spawn(pull_loop::run(
+                self.clone(),
+                shared.clone(),
+                pq.clone(),
+                offset,
+            ));
+            self.pull_tasks.lock().insert(mq, task);
             if self.options.consume_orderly {
-                tokio::spawn(consume::orderly_loop(self.clone(), mq, pq));
+                tokio::spawn(consume::orderly_loop(self.clone(), shared, pq));
             }
         }
         changed
@@ -199,6 +205,37 @@ impl PushInner {
         {
             tracing::debug!(queue = %mq, error = %e, "unlock failed");
         }
+    }
+
+    /// Restarts the held queues of `topic` listed in `offsets` from those
+    /// offsets: drop them (in-flight results are discarded), commit the new
+    /// offsets, and let a rebalance take them up again (Java
+    /// `MQClientInstance.resetOffset`).
+    pub(crate) async fn reset_offsets_now(
+        self: &Arc<Self>,
+        topic: &str,
+        offsets: &BTreeMap<MessageQueue, i64>,
+    ) {
+        if !self.is_running() {
+            return;
+        }
+        let _no_rebalance = self.rebalance_lock.lock().await;
+        let held: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> = self
+            .process_queues
+            .lock()
+            .iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .filter_map(|(mq, pq)| offsets.get(mq).map(|o| (mq.clone(), pq.clone(), *o)))
+            .collect();
+        for (mq, pq, offset) in held {
+            pq.set_dropped();
+            self.forget_queue(&mq, &pq);
+            let store = self.offsets();
+            store.update(&mq, offset, false);
+            store.persist(&mq).await;
+            store.remove(&mq);
+        }
+        self.instance.rebalance_now();
     }
 
     /// Removes `pq` from the tables if it is still the one registered for `mq`.
