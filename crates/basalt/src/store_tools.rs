@@ -36,7 +36,8 @@ pub fn run(cmd: StoreCommand) -> Result<ExitCode, String> {
             }
             let mut ok = true;
             if dir.join("commitlog").is_dir() {
-                let report = basalt_store::check::check_store(&dir, file_size).map_err(|e| e.to_string())?;
+                let report =
+                    basalt_store::check::check_store(&dir, file_size).map_err(|e| e.to_string())?;
                 println!("{report}");
                 ok &= report.is_ok();
             }
@@ -47,7 +48,11 @@ pub fn run(cmd: StoreCommand) -> Result<ExitCode, String> {
                 println!("{report}");
                 ok &= report.is_ok();
             }
-            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(2) })
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            })
         }
         StoreCommand::Dump {
             dir,
@@ -59,8 +64,9 @@ pub fn run(cmd: StoreCommand) -> Result<ExitCode, String> {
                 "{:>14} {:>7} {:<24} {:<4} {:<11} {:<17} {:<25} body",
                 "offset", "size", "topic", "q", "queue-off", "tags", "keys"
             );
-            let n = basalt_store::check::dump_store(&dir, file_size, from, limit, |l| println!("{l}"))
-                .map_err(|e| e.to_string())?;
+            let n =
+                basalt_store::check::dump_store(&dir, file_size, from, limit, |l| println!("{l}"))
+                    .map_err(|e| e.to_string())?;
             println!("{n} records");
             Ok(ExitCode::SUCCESS)
         }

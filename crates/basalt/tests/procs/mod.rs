@@ -23,7 +23,11 @@ pub fn free_port_pair() -> u16 {
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running `basalt` process, killed (SIGKILL) when dropped.
@@ -48,7 +52,11 @@ impl Proc {
         let (tx, rx) = mpsc::channel::<()>();
         let stdout = child.stdout.take().unwrap();
         let stderr = child.stderr.take().unwrap();
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
         let file2 = file.try_clone().unwrap();
         let ready = ready.to_string();
         std::thread::spawn(move || {
