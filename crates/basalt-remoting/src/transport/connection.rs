@@ -89,10 +89,16 @@ async fn read_loop<P: RequestProcessor>(
                     let mut task = Box::pin(async move {
                         let opaque = cmd.opaque;
                         let oneway = cmd.is_oneway();
+                        // Answer in the header form the request came in:
+                        // every client decodes both, and one that chose the
+                        // binary form is spared JSON.
+                        let serialize_type = cmd.serialize_type;
                         let resp = p.process(&ch, cmd).await;
                         if let (Some(mut resp), false) = (resp, oneway) {
                             resp.opaque = opaque;
+                            resp.serialize_type = serialize_type;
                             resp.mark_response();
+
                             let _ = ch.send(resp).await;
                         }
                         drop(permit);
