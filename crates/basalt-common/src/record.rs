@@ -409,16 +409,20 @@ impl<'a> RecordView<'a> {
             });
         }
         if check_crc {
-            let computed = masked_crc32(body);
-            if computed != body_crc {
-                return Err(CodecError::BadCrc {
-                    at: pos::BODY_CRC,
-                    stored: body_crc,
-                    computed,
-                });
-            }
             let whole = &buf[..total];
-            if has_crc_trailer(whole) {
+            // The whole-record CRC covers the body and the BODYCRC field, so
+            // when a record has one, checking it alone is enough (and reads
+            // the body once).
+            if !has_crc_trailer(whole) {
+                let computed = masked_crc32(body);
+                if computed != body_crc {
+                    return Err(CodecError::BadCrc {
+                        at: pos::BODY_CRC,
+                        stored: body_crc,
+                        computed,
+                    });
+                }
+            } else {
                 let computed = masked_crc32(&whole[..total - CRC_TRAILER_LEN]);
                 match trailer_crc(whole) {
                     Some(stored) if stored == computed => {}

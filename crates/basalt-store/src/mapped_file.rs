@@ -450,6 +450,45 @@ impl MappedFile {
         }
     }
 
+    /// Byte ranges from `from` to the end of the file that hold data, holes
+    /// skipped (`SEEK_DATA`/`SEEK_HOLE`): scanning the never-written tail of
+    /// a sparse 1 GiB file would otherwise fault in and zero-fill every page.
+    /// Pages written through the mapping count as data (ext4 reports
+    /// delayed-allocation ranges as data). Without SEEK_DATA support the
+    /// whole range is returned.
+    pub fn data_ranges(&self, from: usize) -> Vec<(usize, usize)> {
+        use std::os::unix::io::AsRawFd;
+        let size = self.size;
+        if from >= size {
+            return Vec::new();
+        }
+        let fd = self.file.as_raw_fd();
+        let mut out = Vec::new();
+        let mut at = from as libc::off_t;
+        while (at as usize) < size {
+            // SAFETY: plain lseek on a descriptor we own.
+            let data = unsafe { libc::lseek(fd, at, libc::SEEK_DATA) };
+            if data < 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO) {
+                    break; // no more data
+                }
+                return vec![(from, size)];
+            }
+            // SAFETY: as above.
+            let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+            let hole = if hole < 0 { size as libc::off_t } else { hole };
+            let (s, e) = ((data as usize).max(from), (hole as usize).min(size));
+            if s >= size {
+                break;
+            }
+            if e > s {
+                out.push((s, e));
+            }
+            at = hole;
+        }
+        out
+    }
+
     /// Last modification time of the file on disk.
     pub fn last_modified(&self) -> Option<SystemTime> {
         self.file.metadata().ok()?.modified().ok()

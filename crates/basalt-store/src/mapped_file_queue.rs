@@ -447,28 +447,21 @@ impl Drop for MappedFileQueue {
     }
 }
 
-/// Zeroes the pages after `pos` that hold anything, so that stale bytes past a
-/// cut can never be read back as records. Pages that are already all zero
-/// (including never-written, sparse ones) are only read.
+/// Zeroes the pages after `pos` that hold anything, so that stale bytes past
+/// a cut can never be read back as records. Holes are skipped and pages that
+/// are already all zero are only read.
 fn zero_dirty_tail(f: &MappedFile, pos: usize) {
     let raw = f.raw();
     let size = raw.len();
-    if pos >= size {
-        return;
-    }
-    // The partial first page.
-    let first_page_end = ((pos / PAGE_SIZE) + 1) * PAGE_SIZE;
-    let head_end = first_page_end.min(size);
-    if raw[pos..head_end].iter().any(|b| *b != 0) {
-        f.zero_range(pos, head_end - pos);
-    }
-    let mut p = head_end;
-    while p < size {
-        let end = (p + PAGE_SIZE).min(size);
-        if raw[p..end].iter().any(|b| *b != 0) {
-            f.zero_range(p, end - p);
+    for (start, end) in f.data_ranges(pos) {
+        let mut p = start;
+        while p < end {
+            let page_end = ((p / PAGE_SIZE + 1) * PAGE_SIZE).min(end).min(size);
+            if raw[p..page_end].iter().any(|b| *b != 0) {
+                f.zero_range(p, page_end - p);
+            }
+            p = page_end;
         }
-        p = end;
     }
 }
 

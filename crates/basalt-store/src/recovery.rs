@@ -123,7 +123,7 @@ pub fn scan_file(
 pub fn find_valid_record_after(files: &[Arc<MappedFile>], idx: usize, pos: usize) -> Option<i64> {
     let f = &files[idx];
     let raw = f.raw();
-    for (start, end) in data_ranges(f, pos + 1) {
+    for (start, end) in f.data_ranges(pos + 1) {
         if let Some(found) = find_valid_record_in(raw, f.start_offset(), start.max(pos + 1), end) {
             return Some(found);
         }
@@ -167,45 +167,6 @@ pub fn valid_record_at(raw: &[u8], base: i64, at: usize) -> bool {
         Ok(v) => v.physical_offset == base + at as i64,
         Err(_) => false,
     }
-}
-
-/// Byte ranges of a file from `from` that hold data (holes skipped).
-fn data_ranges(f: &MappedFile, from: usize) -> Vec<(usize, usize)> {
-    let size = f.size();
-    if from >= size {
-        return Vec::new();
-    }
-    let Ok(file) = std::fs::File::open(f.path()) else {
-        return vec![(from, size)];
-    };
-    use std::os::unix::io::AsRawFd;
-    let fd = file.as_raw_fd();
-    let mut out = Vec::new();
-    let mut at = from as libc::off_t;
-    while (at as usize) < size {
-        // SAFETY: plain lseek on a descriptor we own.
-        let data = unsafe { libc::lseek(fd, at, libc::SEEK_DATA) };
-        if data < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::ENXIO) {
-                break; // no more data
-            }
-            // SEEK_DATA unsupported: scan everything.
-            return vec![(from, size)];
-        }
-        // SAFETY: as above.
-        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
-        let hole = if hole < 0 { size as libc::off_t } else { hole };
-        let (s, e) = (data as usize, (hole as usize).min(size));
-        if s >= size {
-            break;
-        }
-        out.push((s, e));
-        at = hole;
-    }
-    // Data written through the mapping may not be allocated yet (delayed
-    // allocation still counts it as data), so this is complete.
-    out
 }
 
 /// What recovery found and did.
@@ -268,33 +229,79 @@ pub fn recover(
 
     let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);
     let mut stopped_at: Option<(usize, usize)> = None;
-    for (i, f) in files.iter().enumerate().skip(start_idx) {
-        let raw = f.raw();
-        let stop = scan_file(raw, f.start_offset(), 0, check_crc, |view| {
-            report.records_scanned += 1;
-            report.bytes_scanned += view.total_size() as u64;
-            if abnormal && let Some(req) = DispatchRequest::from_record(view, &dispatcher.delays) {
-                dispatcher.dispatch(&req, false)?;
+    // After a crash the records are re-dispatched. Checking them (CRC) and
+    // dispatching them (ConsumeQueue and index writes) run on two threads:
+    // this one scans and sends the positions of valid records, in order, to
+    // a dispatcher thread, which parses them again without the CRC.
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<usize>)>(16);
+        let dispatch_thread = abnormal.then(|| {
+            let files = &files;
+            scope.spawn(move || -> Result<()> {
+                for (i, positions) in rx {
+                    let raw = files[i].raw();
+                    for pos in positions {
+                        let view = RecordView::parse(&raw[pos..], false).map_err(|e| {
+                            StoreError::Config(format!("re-parse of a checked record failed: {e}"))
+                        })?;
+                        if let Some(req) = DispatchRequest::from_record(&view, &dispatcher.delays) {
+                            dispatcher.dispatch(&req, false)?;
+                        }
+                    }
+                }
+                Ok(())
+            })
+        });
+        const BATCH: usize = 4096;
+        let mut send_err = false;
+        for (i, f) in files.iter().enumerate().skip(start_idx) {
+            let raw = f.raw();
+            let base = f.start_offset();
+            let mut batch = Vec::with_capacity(BATCH);
+            let stop = scan_file(raw, base, 0, check_crc, |view| {
+                report.records_scanned += 1;
+                report.bytes_scanned += view.total_size() as u64;
+                if abnormal {
+                    batch.push((view.physical_offset - base) as usize);
+                    if batch.len() == BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        send_err |= tx.send((i, full)).is_err();
+                    }
+                }
+                Ok(())
+            })?;
+            if abnormal && !batch.is_empty() {
+                send_err |= tx.send((i, batch)).is_err();
             }
-            Ok(())
-        })?;
-        match stop {
-            ScanStop::EndOfFile => continue,
-            ScanStop::Zeros { pos } => {
-                report.stop = format!("end of data in {} at {pos}", f.path().display());
-                log_end = f.start_offset() + pos as i64;
-                stopped_at = Some((i, pos));
-                break;
-            }
-            ScanStop::Invalid { pos, reason } => {
-                tracing::warn!(file = %f.path().display(), pos, %reason, "invalid record: the log ends here");
-                report.stop = format!("{reason} in {} at {pos}", f.path().display());
-                log_end = f.start_offset() + pos as i64;
-                stopped_at = Some((i, pos));
-                break;
+            match stop {
+                ScanStop::EndOfFile => continue,
+                ScanStop::Zeros { pos } => {
+                    report.stop = format!("end of data in {} at {pos}", f.path().display());
+                    log_end = f.start_offset() + pos as i64;
+                    stopped_at = Some((i, pos));
+                    break;
+                }
+                ScanStop::Invalid { pos, reason } => {
+                    tracing::warn!(file = %f.path().display(), pos, %reason, "invalid record: the log ends here");
+                    report.stop = format!("{reason} in {} at {pos}", f.path().display());
+                    log_end = f.start_offset() + pos as i64;
+                    stopped_at = Some((i, pos));
+                    break;
+                }
             }
         }
-    }
+        drop(tx);
+        if let Some(t) = dispatch_thread {
+            t.join()
+                .map_err(|_| StoreError::Config("recovery dispatch thread panicked".into()))??;
+        }
+        if send_err {
+            return Err(StoreError::Config(
+                "recovery dispatch thread stopped early".into(),
+            ));
+        }
+        Ok(())
+    })?;
 
     if let Some((i, pos)) = stopped_at
         && let Some(next_valid) = find_valid_record_after(&files, i, pos)

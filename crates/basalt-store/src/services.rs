@@ -92,6 +92,7 @@ pub fn start_flush_service(
     let wakes = vec![Arc::clone(&wake), Arc::clone(&commit_log.flush_signal)];
     ServiceThread::spawn("flush", wakes, move |stop| {
         let mut last_thorough = Instant::now();
+        let mut group = GroupCommit::default();
         loop {
             let stopping = stop.load(Ordering::Acquire);
             if stopping {
@@ -116,9 +117,13 @@ pub fn start_flush_service(
                         wait_either(&commit_log.flush_signal, &stop, None);
                         continue;
                     }
+                    group.gather(&commit_log, &stop);
+                    let started = Instant::now();
+                    let count = commit_log.put_stats().0;
                     if let Ok(Some(ts)) = commit_log.flush(0) {
                         checkpoint.set_physic_msg_timestamp(ts);
                     }
+                    group.flushed(count, started.elapsed());
                 }
                 FlushDiskType::AsyncFlush => {
                     if !dirty {
@@ -146,7 +151,50 @@ pub fn start_flush_service(
     })
 }
 
+/// Group commit pacing for SYNC_FLUSH.
+///
+/// Writers waiting for an fsync are released together when it completes and
+/// then append again at once. Starting the next fsync the moment the first of
+/// them appends would cover only a few; instead the flusher waits until as
+/// many appends as the last fsync covered have arrived, for at most half the
+/// last fsync's duration (capped at 1 ms). One writer is never delayed (it
+/// covered one append, and one is enough); a crowd is gathered into one fsync.
+#[derive(Debug, Default)]
+struct GroupCommit {
+    /// Appends made before the last fsync started.
+    count_at_last: u64,
+    /// Appends the last fsync covered.
+    last_batch: u64,
+    /// How long the last fsync took.
+    last_fsync: Duration,
+}
+
+impl GroupCommit {
+    fn gather(&self, commit_log: &CommitLog, stop: &AtomicBool) {
+        if self.last_batch <= 1 {
+            return;
+        }
+        let budget = (self.last_fsync / 2).min(Duration::from_millis(1));
+        let deadline = Instant::now() + budget;
+        loop {
+            let arrived = commit_log.put_stats().0.saturating_sub(self.count_at_last);
+            let now = Instant::now();
+            if arrived >= self.last_batch || now >= deadline || stop.load(Ordering::Acquire) {
+                return;
+            }
+            commit_log.flush_signal.wait(Some(deadline - now));
+        }
+    }
+
+    fn flushed(&mut self, count_at_start: u64, took: Duration) {
+        self.last_batch = count_at_start.saturating_sub(self.count_at_last);
+        self.count_at_last = count_at_start;
+        self.last_fsync = took;
+    }
+}
+
 /// Sleeps on `signal` (appends) until notified, the timeout, or stop. The
+
 /// stop path notifies the service's own signal, so the data signal is checked
 /// with a short bound only while stopping is requested.
 fn wait_either(signal: &Signal, stop: &AtomicBool, timeout: Option<Duration>) {

@@ -386,7 +386,15 @@ impl MessageStore {
         r
     }
 
+    /// fsyncs everything appended so far, now (tools and benchmarks; the
+    /// flush service does this on its own schedule).
+    pub fn flush_commit_log(&self) -> Result<()> {
+        self.commit_log.commit(0)?;
+        self.commit_log.flush(0).map(|_| ())
+    }
+
     /// Appends one message (not waiting for durability).
+
     pub fn put_message(&self, draft: &RecordDraft<'_>) -> PutMessageResult {
         if let Some(r) = self.refuse() {
             return r;
