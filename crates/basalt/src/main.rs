@@ -13,6 +13,11 @@ mod store_tools;
 
 use clap::Parser;
 
+/// A thread-caching allocator: the broker and the bench allocate per message
+/// on several threads, where glibc's malloc contends.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     // Servers log at info; the client tools only warn unless asked.
