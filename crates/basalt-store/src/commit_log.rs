@@ -99,6 +99,9 @@ pub struct CommitLog {
     pub(crate) visible_signal: Arc<Signal>,
     put_count: AtomicU64,
     put_bytes: AtomicU64,
+    /// While the SYNC_FLUSH flusher gathers a group, appends wake it only
+    /// once the put count reaches this (0: every append wakes it).
+    flush_wake_at: AtomicU64,
 }
 
 impl std::fmt::Debug for CommitLog {
@@ -153,6 +156,8 @@ impl CommitLog {
             commit_signal: Arc::new(Signal::new()),
             visible_signal: Arc::new(Signal::new()),
             put_count: AtomicU64::new(0),
+            flush_wake_at: AtomicU64::new(0),
+
             put_bytes: AtomicU64::new(0),
         }
     }
@@ -194,6 +199,11 @@ impl CommitLog {
     /// Offset up to which data is on disk.
     pub fn flushed_offset(&self) -> i64 {
         self.flushed.get()
+    }
+
+    /// See `flush_wake_at`.
+    pub(crate) fn set_flush_wake_at(&self, count: u64) {
+        self.flush_wake_at.store(count, Ordering::Relaxed);
     }
 
     /// Messages and bytes appended since start.
@@ -366,14 +376,18 @@ impl CommitLog {
         file.set_store_timestamp(store_ts);
         drop(w);
 
-        self.put_count
-            .fetch_add(sizes.len() as u64, Ordering::Relaxed);
+        let count = self
+            .put_count
+            .fetch_add(sizes.len() as u64, Ordering::Relaxed)
+            + sizes.len() as u64;
         self.put_bytes.fetch_add(total as u64, Ordering::Relaxed);
         if self.transient {
             self.commit_signal.notify();
         } else {
             self.visible_signal.notify();
-            self.flush_signal.notify();
+            if count >= self.flush_wake_at.load(Ordering::Relaxed) {
+                self.flush_signal.notify();
+            }
         }
         Ok(AppendResult {
             wrote_offset: phys,

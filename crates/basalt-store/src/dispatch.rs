@@ -337,31 +337,10 @@ impl DispatchShared {
                 // Final drain done (dispatch_available ran after stop was set).
                 return;
             }
-            if !progressed && !self.linger() {
+            if !progressed {
                 self.commit_log.visible_signal.wait(None);
             }
         }
-    }
-
-    /// Dispatch usually outruns appends, so while producers are busy it
-    /// catches up after every record and would sleep, and each append would
-    /// then pay a futex wake-up (and often a context switch) to wake it.
-    /// Instead, right after it caught up, it watches the log end for a few
-    /// microseconds: under load the next record comes within that time; an
-    /// idle store sleeps after one short linger.
-    fn linger(&self) -> bool {
-        const LINGER: Duration = Duration::from_micros(50);
-        let from = self.reput_from.load(Ordering::Acquire);
-        let until = std::time::Instant::now() + LINGER;
-        while std::time::Instant::now() < until {
-            for _ in 0..64 {
-                std::hint::spin_loop();
-            }
-            if self.limit() > from || self.stop.load(Ordering::Acquire) {
-                return true;
-            }
-        }
-        false
     }
 
     /// Dispatches every readable record below the limit. Returns whether

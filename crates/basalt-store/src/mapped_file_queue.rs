@@ -66,7 +66,18 @@ impl MappedFileQueue {
     pub fn start_allocator(self: &Arc<Self>, warm: bool) {
         let mut slot = self.allocator.lock();
         if slot.is_none() {
-            *slot = Some(Allocator::start(Arc::downgrade(self), warm));
+            let a = Allocator::start(Arc::downgrade(self), warm);
+            // Prepare the file the writer needs first: the first one of an
+            // empty log, or the one after a full tail.
+            let next = match self.last() {
+                None => Some(0),
+                Some(f) if f.is_full() => Some(f.end_offset()),
+                Some(_) => None,
+            };
+            if let Some(start) = next {
+                a.request(self.dir.clone(), start, self.file_size);
+            }
+            *slot = Some(a);
         }
     }
 

@@ -175,15 +175,21 @@ impl GroupCommit {
             return;
         }
         let budget = (self.last_fsync / 2).min(Duration::from_millis(1));
+
         let deadline = Instant::now() + budget;
+        // Appends wake this thread only when the count is reached, not one
+        // by one.
+        let target = self.count_at_last + self.last_batch;
+        commit_log.set_flush_wake_at(target);
         loop {
-            let arrived = commit_log.put_stats().0.saturating_sub(self.count_at_last);
             let now = Instant::now();
-            if arrived >= self.last_batch || now >= deadline || stop.load(Ordering::Acquire) {
-                return;
+            if commit_log.put_stats().0 >= target || now >= deadline || stop.load(Ordering::Acquire)
+            {
+                break;
             }
             commit_log.flush_signal.wait(Some(deadline - now));
         }
+        commit_log.set_flush_wake_at(0);
     }
 
     fn flushed(&mut self, count_at_start: u64, took: Duration) {
