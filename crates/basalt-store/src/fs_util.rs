@@ -117,9 +117,15 @@ pub fn disk_used_percent(path: &Path) -> Option<u32> {
     if rc != 0 || st.f_blocks == 0 {
         return None;
     }
-    let total = st.f_blocks as f64;
-    let free = st.f_bavail as f64;
-    Some((((total - free) / total) * 100.0).round() as u32)
+    // As df(1) counts: blocks reserved for root are neither used nor
+    // available to us, so they are left out of both sides.
+    let used = st.f_blocks.saturating_sub(st.f_bfree) as f64;
+    let avail = st.f_bavail as f64;
+    if used + avail <= 0.0 {
+        return None;
+    }
+    Some(((used / (used + avail)) * 100.0).round() as u32)
+
 }
 
 #[cfg(test)]

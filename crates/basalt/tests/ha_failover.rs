@@ -139,7 +139,14 @@ async fn produce(p: &Producer, topic: &str, from: u64, n: u64) -> (BTreeSet<u64>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_master_killed_consumers_read_from_slave_and_logs_match() {
+    if let Ok(f) = std::env::var("BASALT_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(f))
+            .with_test_writer()
+            .try_init();
+    }
     let work = tempfile::tempdir().unwrap();
+
     let ns_port = free_port();
     let ns_addr = format!("127.0.0.1:{ns_port}");
     let _ns = Proc::spawn(

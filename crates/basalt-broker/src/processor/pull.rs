@@ -8,7 +8,7 @@ use basalt_common::constants::perm;
 use basalt_remoting::RemotingCommand;
 use basalt_remoting::code::response;
 use basalt_remoting::header::{CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader};
-use basalt_remoting::protocol::MessageModel;
+use basalt_remoting::protocol::{MessageModel, TopicConfig};
 use basalt_store::{GetMessageRequest, GetMessageResult, GetMessageStatus, MessageFilter};
 use bytes::{Bytes, BytesMut};
 
@@ -57,12 +57,13 @@ fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, Remotin
             format!("subscription group no permission, {}", h.consumer_group),
         ));
     }
-    let Some(t) = broker.topics.get(&h.topic) else {
+    let Some(t) = broker.topics.get(&h.topic).or_else(|| replicated_topic(broker, &h.topic)) else {
         return Err(error(
             response::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", h.topic),
         ));
     };
+
     if !perm::is_readable(t.perm) {
         return Err(error(
             response::NO_PERMISSION,
@@ -300,4 +301,17 @@ fn join_records(broker: &Broker, msgs: &[Bytes], total: usize) -> Bytes {
             out.freeze()
         }
     }
+}
+
+/// On a slave, a topic whose messages arrived through replication before the
+/// periodic copy of the master's topics.json did: it is served from the
+/// queues the store holds, so consumers that fail over to the slave right
+/// after the master died still read everything that was acknowledged.
+fn replicated_topic(broker: &Broker, topic: &str) -> Option<TopicConfig> {
+    if !broker.is_slave() {
+        return None;
+    }
+    let queues = broker.store.consume_queues().topic_queues(topic);
+    let n = queues.iter().map(|q| q.queue_id() + 1).max()?;
+    Some(TopicConfig::new(topic, n))
 }

@@ -129,8 +129,20 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill9();
+        // A failing test leaves its temp dir behind for no one: show what the
+        // process said last, so a CI log explains the failure.
+        if std::thread::panicking() {
+            let out = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = out.lines().collect();
+            let from = lines.len().saturating_sub(60);
+            eprintln!("--- last lines of {} ---", self.name);
+            for l in &lines[from..] {
+                eprintln!("{l}");
+            }
+        }
     }
 }
+
 
 unsafe extern "C" {
     #[link_name = "kill"]
