@@ -26,6 +26,8 @@ use crate::config::BrokerConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::ha::master::{HaMaster, HaMasterConfig};
 use crate::ha::slave::{HaSlave, HaSlaveConfig};
+use crate::ledger::LedgerMode;
+
 use crate::lock::LockManager;
 use crate::long_polling::PullWaiters;
 use crate::processor::BrokerProcessor;
@@ -80,6 +82,8 @@ pub struct Broker {
     pub ha_master: std::sync::OnceLock<Arc<HaMaster>>,
     /// Slave side of HA (slaves).
     pub ha_slave: std::sync::OnceLock<Arc<HaSlave>>,
+    /// The replicated ledger (ledger mode).
+    pub ledger: std::sync::OnceLock<Arc<LedgerMode>>,
     /// `ip:port` of the HA listener, as registered.
     ha_addr: Mutex<String>,
     started_at: std::time::Instant,
@@ -101,8 +105,45 @@ impl Broker {
         self.config.broker_addr().to_string()
     }
 
+    /// Whether this broker refuses sends: a configured SLAVE, or a ledger
+    /// member that is not (yet) the leader taking sends.
     pub fn is_slave(&self) -> bool {
-        self.config.broker_role == BrokerRole::Slave
+        match self.ledger.get() {
+            Some(l) => !l.is_writable(),
+            None => self.config.broker_role == BrokerRole::Slave,
+        }
+    }
+
+    /// The broker id registered with the NameServers: the configured one, or
+    /// in ledger mode 0 for the leader and a fixed id > 0 for the others.
+    pub fn broker_id(&self) -> i64 {
+        match self.ledger.get() {
+            Some(l) if l.is_writable() => 0,
+            Some(l) => l.follower_id,
+            None => self.config.broker_id,
+        }
+    }
+
+    /// Stores messages as this broker's mode requires and waits for what the
+    /// producer asked: the local fsync (SYNC_FLUSH) and a slave's copy
+    /// (SYNC_MASTER), or a ledger quorum in ledger mode. All drafts must be
+    /// for one topic queue.
+    pub async fn put(
+        &self,
+        drafts: &[basalt_common::record::RecordDraft<'_>],
+        wait: bool,
+    ) -> basalt_store::PutMessageResult {
+        if let Some(l) = self.ledger.get() {
+            return l.put(drafts, self.config.enabled_append_prop_crc).await;
+        }
+        let mut r = if drafts.len() == 1 {
+            self.store.put_message(&drafts[0])
+        } else {
+            self.store.put_messages(drafts)
+        };
+        self.store.wait_durable(&mut r, wait).await;
+        self.wait_replicated(&mut r, wait).await;
+        r
     }
 
     pub fn uptime(&self) -> Duration {
@@ -112,14 +153,19 @@ impl Broker {
     /// Extra runtime-info entries from replication (HA / ledger), if any.
     pub fn runtime_extra(&self) -> Option<Vec<(String, String)>> {
         let mut v = Vec::new();
+        if let Some(l) = self.ledger.get() {
+            v.extend(l.runtime_info());
+        }
         let max = self.store.commit_log().max_offset();
         if let Some(m) = self.ha_master.get() {
             let conns = m.connections();
             v.push(("haConnections".to_string(), conns.len().to_string()));
             let acked = m.acked_offset();
             v.push(("haSlaveAckOffset".to_string(), acked.to_string()));
-            let lag = if acked >= 0 { max - acked } else { max };
-            v.push(("slaveFallBehindBytes".to_string(), lag.to_string()));
+            if !conns.is_empty() {
+                let lag = if acked >= 0 { max - acked } else { max };
+                v.push(("slaveFallBehindBytes".to_string(), lag.to_string()));
+            }
         }
         if let Some(s) = self.ha_slave.get() {
             v.push(("haMasterAddr".to_string(), s.master().unwrap_or_default()));
@@ -191,7 +237,7 @@ impl Broker {
             broker_addr: self.broker_addr(),
             cluster_name: self.config.broker_cluster_name.clone(),
             ha_server_addr: self.ha_addr.lock().clone(),
-            broker_id: self.config.broker_id,
+            broker_id: self.broker_id(),
             heartbeat_timeout_millis: Some(120_000),
             enable_acting_master: Some(false),
             compressed: Some(false),
@@ -240,7 +286,7 @@ impl Broker {
             broker_name: self.config.broker_name.clone(),
             broker_addr: self.broker_addr(),
             cluster_name: self.config.broker_cluster_name.clone(),
-            broker_id: self.config.broker_id,
+            broker_id: self.broker_id(),
         };
         for addr in self.namesrv_addrs() {
             let cmd =
@@ -263,10 +309,10 @@ impl Broker {
         if !self.config.notify_consumer_ids_changed_enable {
             return;
         }
-        if let Some(g) = self.groups.get(group) {
-            if !g.notify_consumer_ids_changed_enable {
-                return;
-            }
+        if let Some(g) = self.groups.get(group)
+            && !g.notify_consumer_ids_changed_enable
+        {
+            return;
         }
         let channels = self.clients.consumer_channels(group);
         let header = basalt_remoting::header::NotifyConsumerIdsChangedRequestHeader {
@@ -320,6 +366,9 @@ impl BrokerHandle {
         }
         if let Some(s) = self.broker.ha_slave.get() {
             s.shutdown();
+        }
+        if let Some(l) = self.broker.ledger.get() {
+            l.shutdown(&self.broker.store).await;
         }
         self.broker.schedule.persist();
         self.broker.offsets.persist();
@@ -386,6 +435,7 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
         namesrv_client: RemotingClient::new(basalt_remoting::ClientConfig::default()),
         ha_master: std::sync::OnceLock::new(),
         ha_slave: std::sync::OnceLock::new(),
+        ledger: std::sync::OnceLock::new(),
         ha_addr: Mutex::new(config.ha_addr().to_string()),
         started_at: std::time::Instant::now(),
         shutting_down: AtomicBool::new(false),
@@ -455,10 +505,11 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
             }
         }));
     }
-    // Delayed delivery (masters only).
-    if !broker.is_slave() {
+    // Delayed delivery (runs while this broker is a master).
+    if broker.ledger.get().is_some() || !broker.is_slave() {
         tasks.extend(crate::schedule::start(Arc::clone(&broker)));
     }
+
     Ok(BrokerHandle {
         broker,
         server: Some(server),
@@ -473,6 +524,32 @@ async fn start_replication(
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> Result<(), BrokerError> {
     let c = &broker.config;
+    if c.enable_dleger_commit_log {
+        let lm = LedgerMode::start(c, &broker.store).await?;
+        let _ = broker.ledger.set(Arc::clone(&lm));
+        // Re-register at once when this member becomes or stops being master.
+        let b = Arc::clone(broker);
+        let store = Arc::clone(&broker.store);
+        tasks.push(tokio::spawn(
+            lm.follow_roles(store, move |_| b.register_soon()),
+        ));
+        // Followers copy the master's metadata like HA slaves do.
+        let b = Arc::clone(broker);
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(b.config.slave_sync_interval);
+            loop {
+                tick.tick().await;
+                if !b.is_slave() {
+                    continue;
+                }
+                let master = b.master_addr.lock().clone();
+                if let Some(m) = master.filter(|m| *m != b.broker_addr()) {
+                    crate::ha::sync::sync_once(&b, &m).await;
+                }
+            }
+        }));
+        return Ok(());
+    }
     if broker.is_slave() {
         let slave = HaSlave::start(
             Arc::clone(&broker.store),

@@ -94,6 +94,14 @@ pub struct BrokerConfig {
     /// `n0-127.0.0.1:40911;n1-127.0.0.1:40912`
     pub dleger_peers: String,
     pub dleger_self_id: String,
+    /// Ledger heartbeat interval; elections start after three missed ones
+    /// (Basalt default 300 ms for fail-over in about a second; DLedger 2 s).
+    pub dleger_heartbeat_interval: Duration,
+    /// Acknowledge ledger appends once a majority has them in memory rather
+    /// than on disk (faster, loses acknowledged messages if a majority crashes).
+    pub dleger_ack_in_memory: bool,
+    /// Member that should lead whenever it is healthy.
+    pub dleger_preferred_leader: String,
     /// Maximum frame size accepted from clients.
     pub max_frame_size: usize,
 }
@@ -153,6 +161,9 @@ impl Default for BrokerConfig {
             dleger_group: String::new(),
             dleger_peers: String::new(),
             dleger_self_id: String::new(),
+            dleger_heartbeat_interval: Duration::from_millis(300),
+            dleger_ack_in_memory: false,
+            dleger_preferred_leader: String::new(),
             max_frame_size: 16 * 1024 * 1024,
         }
     }
@@ -297,6 +308,11 @@ impl BrokerConfig {
             "dLegerGroup" => self.dleger_group = v.to_string(),
             "dLegerPeers" => self.dleger_peers = v.to_string(),
             "dLegerSelfId" => self.dleger_self_id = v.to_string(),
+            "dLegerHeartbeatInterval" => self.dleger_heartbeat_interval = parse_millis(key, v)?,
+            "dLegerAckInMemory" => self.dleger_ack_in_memory = parse_bool(key, v)?,
+            "preferredLeaderId" | "dLegerPreferredLeader" => {
+                self.dleger_preferred_leader = v.to_string()
+            }
             "maxFrameSize" => self.max_frame_size = parse_num(key, v)?,
             _ => return Ok(false),
         }
@@ -332,10 +348,8 @@ impl BrokerConfig {
                 tracing::warn!(key = %k, "unknown configuration key ignored");
             }
         }
-        if explicit_ha {
-            if let Some((_, v)) = pairs.iter().rev().find(|(k, _)| k == "haListenPort") {
-                self.set("haListenPort", v)?;
-            }
+        if explicit_ha && let Some((_, v)) = pairs.iter().rev().find(|(k, _)| k == "haListenPort") {
+            self.set("haListenPort", v)?;
         }
         self.validate()
     }
@@ -408,6 +422,7 @@ impl BrokerConfig {
         s.delete_when = self.delete_when.clone();
         s.disk_max_used_space_ratio = self.disk_max_used_space_ratio;
         s.store_host = self.broker_addr();
+        s.external_log = self.enable_dleger_commit_log;
         if self.mapped_file_size_commit_log < 16 * 1024 * 1024 {
             // Small test stores: a small index too.
             s.max_hash_slot_num = 4096;

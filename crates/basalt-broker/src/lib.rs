@@ -14,6 +14,7 @@ pub mod config_file;
 pub mod consumer_offset;
 pub mod filter;
 pub mod ha;
+pub mod ledger;
 pub mod lock;
 pub mod long_polling;
 pub mod processor;

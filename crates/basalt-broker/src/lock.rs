@@ -10,10 +10,13 @@ use parking_lot::Mutex;
 
 const LOCK_MAX_LIVE: Duration = Duration::from_secs(60);
 
+/// Holder (client id) and last renewal of each locked queue of a group.
+type GroupLocks = HashMap<MessageQueue, (String, Instant)>;
+
 /// See the module documentation.
 #[derive(Debug, Default)]
 pub struct LockManager {
-    locks: Mutex<HashMap<String, HashMap<MessageQueue, (String, Instant)>>>,
+    locks: Mutex<HashMap<String, GroupLocks>>,
 }
 
 impl LockManager {

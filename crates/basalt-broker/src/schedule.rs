@@ -121,7 +121,14 @@ async fn run_level(broker: Arc<Broker>, level: i32) {
         if broker.is_shutting_down() {
             return;
         }
+        if broker.is_slave() {
+            // A ledger member delivers only while it is the master; check
+            // again on a slow timer (a configured slave never starts this).
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
         let notified = notify.notified();
+
         tokio::pin!(notified);
         notified.as_mut().enable();
         let offset = broker.schedule.offset(level);
@@ -152,7 +159,7 @@ async fn run_level(broker: Arc<Broker>, level: i32) {
             tokio::time::sleep(Duration::from_millis((deliver_at - now) as u64)).await;
             continue;
         }
-        match deliver(&broker, unit.physical_offset, unit.size) {
+        match deliver(&broker, unit.physical_offset, unit.size).await {
             Ok(()) => broker.schedule.set_offset(level, offset + 1),
             Err(e) => {
                 tracing::warn!(level, offset, error = %e, "delayed delivery failed; retrying in 1 s");
@@ -163,8 +170,8 @@ async fn run_level(broker: Arc<Broker>, level: i32) {
 }
 
 /// Re-puts one delayed message to its real topic and queue.
-fn deliver(broker: &Broker, phys: i64, size: i32) -> Result<(), String> {
-    let Some(rec) = broker.store.commit_log().read_bytes(phys, size as usize) else {
+async fn deliver(broker: &Broker, phys: i64, size: i32) -> Result<(), String> {
+    let Some(rec) = broker.store.log().read_bytes(phys, size as usize) else {
         // Expired from the CommitLog: nothing to deliver.
         return Ok(());
     };
@@ -193,7 +200,7 @@ fn deliver(broker: &Broker, phys: i64, size: i32) -> Result<(), String> {
         body: v.body,
         properties: &props,
     };
-    let r = broker.store.put_message(&draft);
+    let r = broker.put(&[draft], false).await;
     if r.status == PutMessageStatus::PutOk {
         Ok(())
     } else {

@@ -186,6 +186,14 @@ impl ExtFields {
         }
     }
 
+    /// Appends an entry without looking for an earlier one with the same
+    /// key, for builders whose keys are distinct by construction (a send
+    /// header's fourteen keys): no scan per insert. With a duplicate key,
+    /// `get` sees the first value.
+    pub fn push(&mut self, key: &str, value: &str) {
+        self.push_unchecked(key, value);
+    }
+
     /// Appends without checking for an earlier value of the same key. The
     /// decoders and typed headers use it; with a duplicate key, `get` sees
     /// the first value.
@@ -505,6 +513,17 @@ mod tests {
         assert_eq!(ext.ext_i64_opt("absent").unwrap(), None);
         assert!(ext.ext_i64_opt("queueId").is_err());
         assert_eq!(ext.ext_bool_opt("n"), Some(false));
+    }
+
+    #[test]
+    fn push_appends_without_replacing() {
+        let mut ext = ExtFields::with_capacity(2);
+        ext.push("a", "1");
+        ext.push("b", "2");
+        ext.push("a", "3");
+        assert_eq!(ext.len(), 3);
+        assert_eq!(ext.get("a"), Some("1"));
+        assert_eq!(ext.get("b"), Some("2"));
     }
 
     #[test]

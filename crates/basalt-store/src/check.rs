@@ -190,14 +190,14 @@ pub fn check_store(root: &Path, file_size: Option<usize>) -> Result<CheckReport>
                 log.file_size
             ));
         }
-        if let Some(p) = prev_end {
-            if p != f.start {
-                r.layout_errors.push(format!(
-                    "{} starts at {} but the previous file ends at {p}",
-                    f.path.display(),
-                    f.start
-                ));
-            }
+        if let Some(p) = prev_end
+            && p != f.start
+        {
+            r.layout_errors.push(format!(
+                "{} starts at {} but the previous file ends at {p}",
+                f.path.display(),
+                f.start
+            ));
         }
         prev_end = Some(f.start + log.file_size as i64);
     }

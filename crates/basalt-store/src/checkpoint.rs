@@ -15,7 +15,35 @@ use crate::fs_util;
 const FILE_SIZE: usize = 4096;
 const MAGIC: &[u8; 8] = b"BSLTCKPT";
 
+/// Decodes a checkpoint image into its five values, checking the CRC when
+/// the Basalt magic is present. Errors give the offset and the reason.
+pub fn decode(raw: &[u8]) -> Result<[i64; 5], (i64, String)> {
+    if raw.len() < 40 {
+        return Err((
+            raw.len() as i64,
+            format!("file is {} bytes, expected at least 40", raw.len()),
+        ));
+    }
+    if raw.len() >= 52 && &raw[40..48] == MAGIC {
+        let stored = u32::from_be_bytes([raw[48], raw[49], raw[50], raw[51]]);
+        let computed = crc32fast::hash(&raw[..40]);
+        if stored != computed {
+            return Err((
+                48,
+                format!("CRC {stored:#010x} does not match {computed:#010x}"),
+            ));
+        }
+    }
+    let be = |a: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&raw[a..a + 8]);
+        i64::from_be_bytes(b)
+    };
+    Ok([be(0), be(8), be(16), be(24), be(32)])
+}
+
 /// The checkpoint values. See the module documentation.
+
 #[derive(Debug)]
 pub struct Checkpoint {
     path: PathBuf,
@@ -43,34 +71,17 @@ impl Checkpoint {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cp),
             Err(e) => return Err(StoreError::io(path, e)),
         };
-        if raw.len() < 40 {
-            return Err(StoreError::Corrupt {
-                what: "checkpoint",
-                path: path.to_path_buf(),
-                offset: raw.len() as i64,
-                reason: format!("file is {} bytes, expected at least 40", raw.len()),
-            });
-        }
-        if raw.len() >= 52 && &raw[40..48] == MAGIC {
-            let stored = u32::from_be_bytes(raw[48..52].try_into().expect("4 bytes"));
-            let computed = crc32fast::hash(&raw[..40]);
-            if stored != computed {
-                return Err(StoreError::Corrupt {
-                    what: "checkpoint",
-                    path: path.to_path_buf(),
-                    offset: 48,
-                    reason: format!("CRC {stored:#010x} does not match {computed:#010x}"),
-                });
-            }
-        }
-        let be = |a: usize| i64::from_be_bytes(raw[a..a + 8].try_into().expect("8 bytes"));
-        cp.physic_msg_timestamp.store(be(0), Ordering::Release);
-        cp.logics_msg_timestamp.store(be(8), Ordering::Release);
-        cp.index_msg_timestamp.store(be(16), Ordering::Release);
-        if raw.len() >= 40 {
-            cp.master_flushed_offset.store(be(24), Ordering::Release);
-            cp.confirm_phy_offset.store(be(32), Ordering::Release);
-        }
+        let v = decode(&raw).map_err(|(offset, reason)| StoreError::Corrupt {
+            what: "checkpoint",
+            path: path.to_path_buf(),
+            offset,
+            reason,
+        })?;
+        cp.physic_msg_timestamp.store(v[0], Ordering::Release);
+        cp.logics_msg_timestamp.store(v[1], Ordering::Release);
+        cp.index_msg_timestamp.store(v[2], Ordering::Release);
+        cp.master_flushed_offset.store(v[3], Ordering::Release);
+        cp.confirm_phy_offset.store(v[4], Ordering::Release);
         Ok(cp)
     }
 

@@ -329,10 +329,10 @@ impl ConsumeQueue {
             self.files.truncate_dirty(lo * UNIT_SIZE as i64)?;
         }
         let mut new_max = -1;
-        if lo > min {
-            if let Some(u) = self.unit_at(lo - 1).filter(|u| !u.is_filler()) {
-                new_max = u.physical_offset + u.size as i64;
-            }
+        if lo > min
+            && let Some(u) = self.unit_at(lo - 1).filter(|u| !u.is_filler())
+        {
+            new_max = u.physical_offset + u.size as i64;
         }
         self.max_physic_offset.store(new_max, Ordering::Release);
         Ok(())

@@ -186,22 +186,20 @@ impl Dispatcher {
                     tags_code: req.tags_code,
                 },
             )?;
-            if notify {
-                if let Some(l) = self.listener.read().as_ref() {
-                    l.arrived(req.topic, req.queue_id, cq.max_offset(), req.tags_code);
-                }
+            if notify && let Some(l) = self.listener.read().as_ref() {
+                l.arrived(req.topic, req.queue_id, cq.max_offset(), req.tags_code);
             }
         }
-        if let Some(index) = &self.index {
-            if sysflag::transaction_type(req.sys_flag) != sysflag::TRANSACTION_ROLLBACK_TYPE {
-                index.build_index(&IndexRequest {
-                    topic: req.topic,
-                    physical_offset: req.commit_log_offset,
-                    store_timestamp: req.store_timestamp,
-                    uniq_key: req.uniq_key,
-                    keys: req.keys,
-                })?;
-            }
+        if let Some(index) = &self.index
+            && sysflag::transaction_type(req.sys_flag) != sysflag::TRANSACTION_ROLLBACK_TYPE
+        {
+            index.build_index(&IndexRequest {
+                topic: req.topic,
+                physical_offset: req.commit_log_offset,
+                store_timestamp: req.store_timestamp,
+                uniq_key: req.uniq_key,
+                keys: req.keys,
+            })?;
         }
         // After the writes: a flush that samples this time covers them.
         self.last_store_timestamp

@@ -27,10 +27,10 @@ pub fn create_dir_all_durable(dir: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
         Err(e) => return Err(StoreError::io(dir, e)),
     }
-    if let Some(parent) = dir.parent() {
-        if !parent.as_os_str().is_empty() {
-            fsync_dir(parent)?;
-        }
+    if let Some(parent) = dir.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        fsync_dir(parent)?;
     }
     Ok(())
 }

@@ -439,10 +439,10 @@ impl IndexService {
     }
 
     fn writable_file(&self, phys: i64, ts: i64) -> Result<Arc<IndexFile>> {
-        if let Some(f) = self.files.read().last() {
-            if !f.is_full() {
-                return Ok(Arc::clone(f));
-            }
+        if let Some(f) = self.files.read().last()
+            && !f.is_full()
+        {
+            return Ok(Arc::clone(f));
         }
         let (p, t) = self
             .files

@@ -21,11 +21,15 @@ pub mod consume_queue;
 pub mod dispatch;
 pub mod error;
 pub mod faults;
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub mod fs_util;
 pub mod health;
 pub mod index;
 pub mod mapped_file;
 pub mod mapped_file_queue;
+pub mod message_log;
 pub mod put;
 pub mod recovery;
 pub mod services;
@@ -35,6 +39,7 @@ pub mod transient_pool;
 
 pub use config::StoreConfig;
 pub use error::{Result, StoreError};
+pub use message_log::MessageLog;
 pub use put::{AppendResult, PutMessageResult, PutMessageStatus};
 pub use store::{
     BoundaryType, GetMessageRequest, GetMessageResult, GetMessageStatus, MessageFilter,

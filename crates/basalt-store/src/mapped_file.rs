@@ -391,11 +391,11 @@ impl MappedFile {
             self.committed.store(wrote, Ordering::Release);
         }
         // A full, fully committed file needs its buffer no more.
-        if self.committed.load(Ordering::Acquire) == self.size {
-            if let Some(buf) = guard.take() {
-                drop(guard);
-                self.return_buffer(buf);
-            }
+        if self.committed.load(Ordering::Acquire) == self.size
+            && let Some(buf) = guard.take()
+        {
+            drop(guard);
+            self.return_buffer(buf);
         }
         Ok(self.committed_position())
     }

@@ -560,10 +560,11 @@ impl Allocator {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        if let Some(f) = self.shared.ready.lock().take() {
-            if f.start_offset() >= log_end && f.wrote_position() == 0 {
-                let _ = f.destroy();
-            }
+        if let Some(f) = self.shared.ready.lock().take()
+            && f.start_offset() >= log_end
+            && f.wrote_position() == 0
+        {
+            let _ = f.destroy();
         }
     }
 }

@@ -235,10 +235,12 @@ pub fn recover(
     mut abnormal: bool,
 ) -> Result<RecoveryReport> {
     let started = Instant::now();
-    let mut report = RecoveryReport::default();
-
     // ConsumeQueues first, in parallel: each keeps its valid prefix.
-    report.consume_queue_units_dropped = recover_consume_queues(consume_queues)?;
+    let mut report = RecoveryReport {
+        consume_queue_units_dropped: recover_consume_queues(consume_queues)?,
+        ..Default::default()
+    };
+
     if report.consume_queue_units_dropped > 0 && !abnormal {
         tracing::warn!(
             dropped = report.consume_queue_units_dropped,
@@ -271,10 +273,8 @@ pub fn recover(
         let stop = scan_file(raw, f.start_offset(), 0, check_crc, |view| {
             report.records_scanned += 1;
             report.bytes_scanned += view.total_size() as u64;
-            if abnormal {
-                if let Some(req) = DispatchRequest::from_record(view, &dispatcher.delays) {
-                    dispatcher.dispatch(&req, false)?;
-                }
+            if abnormal && let Some(req) = DispatchRequest::from_record(view, &dispatcher.delays) {
+                dispatcher.dispatch(&req, false)?;
             }
             Ok(())
         })?;
@@ -296,17 +296,17 @@ pub fn recover(
         }
     }
 
-    if let Some((i, pos)) = stopped_at {
-        if let Some(next_valid) = find_valid_record_after(&files, i, pos) {
-            let f = &files[i];
-            return Err(StoreError::MiddleCorruption {
-                path: f.path().to_path_buf(),
-                offset: f.start_offset() + pos as i64,
-                file_offset: pos,
-                reason: report.stop.clone(),
-                next_valid,
-            });
-        }
+    if let Some((i, pos)) = stopped_at
+        && let Some(next_valid) = find_valid_record_after(&files, i, pos)
+    {
+        let f = &files[i];
+        return Err(StoreError::MiddleCorruption {
+            path: f.path().to_path_buf(),
+            offset: f.start_offset() + pos as i64,
+            file_offset: pos,
+            reason: report.stop.clone(),
+            next_valid,
+        });
     }
 
     let wrote_end = commit_log.files().max_wrote_offset();
@@ -317,6 +317,19 @@ pub fn recover(
     finish_queues(commit_log, consume_queues, dispatcher, log_end)?;
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Recovery when the records live outside the CommitLog: ConsumeQueues keep
+/// their valid prefix and nothing is cut against the (empty) CommitLog.
+pub fn recover_consume_queues_only(consume_queues: &ConsumeQueueTable) -> Result<RecoveryReport> {
+    let started = Instant::now();
+    let dropped = recover_consume_queues(consume_queues)?;
+    Ok(RecoveryReport {
+        consume_queue_units_dropped: dropped,
+        stop: "external log".into(),
+        elapsed: started.elapsed(),
+        ..Default::default()
+    })
 }
 
 /// Cuts ConsumeQueue units and index watermarks past `log_end`, rebuilds the
@@ -350,10 +363,11 @@ fn start_file_for_checkpoint(files: &[Arc<MappedFile>], cp: &Checkpoint) -> usiz
     }
     let limit = min_ts - 3000;
     for (i, f) in files.iter().enumerate().rev() {
-        if let Ok(v) = RecordView::parse(f.raw(), false) {
-            if v.store_timestamp != 0 && v.store_timestamp <= limit {
-                return i;
-            }
+        if let Ok(v) = RecordView::parse(f.raw(), false)
+            && v.store_timestamp != 0
+            && v.store_timestamp <= limit
+        {
+            return i;
         }
     }
     0

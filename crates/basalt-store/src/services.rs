@@ -60,10 +60,10 @@ impl ServiceThread {
         for w in &self.wakes {
             w.notify();
         }
-        if let Some(t) = self.thread.take() {
-            if t.join().is_err() {
-                tracing::error!(service = self.name, "store service panicked");
-            }
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::error!(service = self.name, "store service panicked");
         }
     }
 }

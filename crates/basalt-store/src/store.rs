@@ -20,6 +20,7 @@ use crate::error::{Result, StoreError};
 use crate::fs_util::{self, LockFile};
 use crate::health::Health;
 use crate::index::IndexService;
+use crate::message_log::MessageLog;
 use crate::put::{PutMessageResult, PutMessageStatus};
 use crate::recovery::{self, RecoveryReport};
 use crate::services::{self, ServiceThread};
@@ -144,6 +145,8 @@ pub struct MessageStore {
     recovery: RecoveryReport,
     total_memory: u64,
     shut_down: AtomicBool,
+    /// Where records are read from (the CommitLog unless ledger mode says otherwise).
+    log: parking_lot::RwLock<Arc<dyn MessageLog>>,
     /// Held while the store is open; released by a clean shutdown.
     lock: Mutex<Option<LockFile>>,
 }
@@ -206,13 +209,19 @@ impl MessageStore {
 
         let abort_path = config.abort_path();
         let abnormal = abort_path.exists();
-        let report = recovery::recover(
-            &commit_log,
-            &consume_queues,
-            &dispatcher,
-            &checkpoint,
-            abnormal,
-        )?;
+        let report = if config.external_log {
+            // The records live elsewhere (ledger mode): only the ConsumeQueues'
+            // own validity is checked here; the owner of the log re-dispatches.
+            recovery::recover_consume_queues_only(&consume_queues)?
+        } else {
+            recovery::recover(
+                &commit_log,
+                &consume_queues,
+                &dispatcher,
+                &checkpoint,
+                abnormal,
+            )?
+        };
         tracing::info!(
             abnormal = report.abnormal,
             log_end = report.log_end,
@@ -252,6 +261,7 @@ impl MessageStore {
             services: Mutex::new(None),
             recovery: report,
             shut_down: AtomicBool::new(false),
+            log: parking_lot::RwLock::new(Arc::clone(&commit_log) as Arc<dyn MessageLog>),
             lock: Mutex::new(Some(lock)),
         };
         commit_log.start_allocator();
@@ -307,6 +317,16 @@ impl MessageStore {
         self.config.store_host
     }
 
+    /// Where records are read from.
+    pub fn log(&self) -> Arc<dyn MessageLog> {
+        Arc::clone(&self.log.read())
+    }
+
+    /// Reads records from `log` instead of the CommitLog (ledger mode).
+    pub fn set_message_log(&self, log: Arc<dyn MessageLog>) {
+        *self.log.write() = log;
+    }
+
     /// Registers the listener told about newly consumable messages.
     pub fn set_arrival_listener(&self, l: Arc<dyn ArrivalListener>) {
         self.dispatcher.set_listener(l);
@@ -333,7 +353,37 @@ impl MessageStore {
                 "the store is shut down",
             ));
         }
+        if self.config.external_log {
+            return Some(PutMessageResult::failed(
+                PutMessageStatus::ServiceNotAvailable,
+                "records are appended through the replicated ledger in this mode",
+            ));
+        }
         None
+    }
+
+    /// The dispatcher that turns records into ConsumeQueue units and index
+    /// entries (ledger mode feeds it committed entries itself).
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
+    }
+
+    /// fsyncs every ConsumeQueue and the index now (ledger mode records its
+    /// dispatch progress only after this).
+    pub fn flush_consume_queues(&self) -> Result<()> {
+        let r = (|| {
+            for q in self.consume_queues.all() {
+                q.flush(0)?;
+            }
+            if let Some(i) = &self.index {
+                i.flush()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
     }
 
     /// Appends one message (not waiting for durability).
@@ -341,6 +391,7 @@ impl MessageStore {
         if let Some(r) = self.refuse() {
             return r;
         }
+
         match self.commit_log.append(draft) {
             Ok(a) => PutMessageResult::ok(a),
             Err(e) => e.into(),
@@ -455,7 +506,8 @@ impl MessageStore {
             return result;
         };
 
-        let max_phys = self.commit_log.max_offset();
+        let log = self.log();
+        let max_phys = log.max_offset();
         let memory = self.total_memory as f64
             * (self.config.access_message_in_memory_max_ratio as f64 / 100.0);
         let max_filter_units = 16_000usize.max(req.max_msgs * UNIT_SIZE) / UNIT_SIZE;
@@ -483,28 +535,28 @@ impl MessageStore {
                 break;
             }
             examined += 1;
-            if let Some(f) = filter {
-                if !f.matches_tags_code(unit.tags_code) {
-                    if result.buffer_total_size == 0 {
-                        status = GetMessageStatus::NoMatchedMessage;
-                    }
-                    continue;
+            if let Some(f) = filter
+                && !f.matches_tags_code(unit.tags_code)
+            {
+                if result.buffer_total_size == 0 {
+                    status = GetMessageStatus::NoMatchedMessage;
                 }
+                continue;
             }
-            let Some(bytes) = self.commit_log.read_bytes(phys, size as usize) else {
+            let Some(bytes) = log.read_bytes(phys, size as usize) else {
                 if result.buffer_total_size == 0 {
                     status = GetMessageStatus::MessageWasRemoving;
                 }
-                next_phy_file_start = self.commit_log.roll_next_file(phys);
+                next_phy_file_start = log.roll_next_file(phys);
                 continue;
             };
-            if let Some(f) = filter {
-                if !f.matches_record(&bytes) {
-                    if result.buffer_total_size == 0 {
-                        status = GetMessageStatus::NoMatchedMessage;
-                    }
-                    continue;
+            if let Some(f) = filter
+                && !f.matches_record(&bytes)
+            {
+                if result.buffer_total_size == 0 {
+                    status = GetMessageStatus::NoMatchedMessage;
                 }
+                continue;
             }
             result.buffer_total_size += bytes.len();
             result.messages.push(bytes);
@@ -531,10 +583,10 @@ impl MessageStore {
         if req.max_msgs <= count {
             return true;
         }
-        if let Some(max_bytes) = req.max_bytes {
-            if r.buffer_total_size + size > max_bytes {
-                return true;
-            }
+        if let Some(max_bytes) = req.max_bytes
+            && r.buffer_total_size + size > max_bytes
+        {
+            return true;
         }
         let c = &self.config;
         if in_disk {
@@ -551,7 +603,7 @@ impl MessageStore {
     pub fn is_in_memory(&self, phys: i64) -> bool {
         let memory = self.total_memory as f64
             * (self.config.access_message_in_memory_max_ratio as f64 / 100.0);
-        ((self.commit_log.max_offset() - phys) as f64) <= memory
+        ((self.log().max_offset() - phys) as f64) <= memory
     }
 
     /// The next offset to be written in a queue (0 if the queue does not exist).
@@ -584,7 +636,7 @@ impl MessageStore {
     /// Store time of a queue's message at `offset`.
     pub fn message_store_timestamp(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
         let phys = self.commit_log_offset_in_queue(topic, queue_id, offset)?;
-        self.commit_log.store_timestamp_at(phys)
+        self.log().store_timestamp_at(phys)
     }
 
     /// Store time of the oldest readable message of a queue.
@@ -608,12 +660,13 @@ impl MessageStore {
         if max <= min {
             return min;
         }
+        let log = self.log();
         let ts_at = |o: i64| -> Option<i64> {
             let u = cq.unit_at(o)?;
             if u.is_filler() {
                 return None;
             }
-            self.commit_log.store_timestamp_at(u.physical_offset)
+            log.store_timestamp_at(u.physical_offset)
         };
         // First readable message still in the CommitLog.
         let mut lo = min;
@@ -657,7 +710,7 @@ impl MessageStore {
 
     /// The stored record at a CommitLog offset (VIEW_MESSAGE_BY_ID).
     pub fn look_message_by_offset(&self, phys: i64) -> Option<Bytes> {
-        self.commit_log.read_record(phys)
+        self.log().read_record(phys)
     }
 
     /// Messages of `topic` whose `KEYS` or unique key equals `key`, stored in
@@ -678,8 +731,9 @@ impl MessageStore {
             out.index_last_update_timestamp = last.end_timestamp();
             out.index_last_update_phy_offset = last.end_phy_offset();
         }
+        let log = self.log();
         for phys in index.query_offsets(topic, key, max, begin, end) {
-            let Some(rec) = self.commit_log.read_record(phys) else {
+            let Some(rec) = log.read_record(phys) else {
                 continue;
             };
             let Ok(view) = RecordView::parse(&rec, false) else {

@@ -166,14 +166,14 @@ fn kill9_under_sync_flush_loses_no_acknowledged_message() {
         }
         assert_consistent(&store);
         // Double-check a random acknowledged record by its stored bytes.
-        if let Some((q, offs)) = acked.iter().next() {
-            if let Some((qoff, id)) = offs.iter().next() {
-                let phys = store
-                    .commit_log_offset_in_queue("Crash", *q, *qoff)
-                    .unwrap();
-                let rec = store.look_message_by_offset(phys).unwrap();
-                assert_eq!(body_id(RecordView::parse(&rec, true).unwrap().body), *id);
-            }
+        if let Some((q, offs)) = acked.iter().next()
+            && let Some((qoff, id)) = offs.iter().next()
+        {
+            let phys = store
+                .commit_log_offset_in_queue("Crash", *q, *qoff)
+                .unwrap();
+            let rec = store.look_message_by_offset(phys).unwrap();
+            assert_eq!(body_id(RecordView::parse(&rec, true).unwrap().body), *id);
         }
         store.shutdown();
     }

@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "basalt", version, about = "A RocketMQ-compatible message broker", long_about = None)]
 pub struct Cli {
-    /// More logging (-v debug, -vv trace). BASALT_LOG overrides.
+    /// More logging (-v, -vv, -vvv). BASALT_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     #[command(subcommand)]
@@ -26,6 +26,226 @@ pub enum Command {
     /// Offline tools for a store directory.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Send messages (a count of generated ones, or one per line of stdin).
+    Produce(ProduceArgs),
+    /// Receive messages (push consumer, or pull from one queue with --queue).
+    Consume(ConsumeArgs),
+    /// Topics, cluster, brokers, consumer progress, message lookups.
+    Admin(AdminArgs),
+    /// Throughput and latency benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ProduceArgs {
+    /// NameServer address(es), `;`-separated.
+    #[arg(long, default_value = "127.0.0.1:9876", env = "NAMESRV_ADDR")]
+    pub namesrv: String,
+    #[arg(short, long)]
+    pub topic: String,
+    /// Producer group.
+    #[arg(long, default_value = "basalt-cli-producer")]
+    pub group: String,
+    /// Messages to send (ignored with --stdin).
+    #[arg(short = 'n', long, default_value_t = 1)]
+    pub count: u64,
+    /// Body size in bytes of generated messages.
+    #[arg(long, default_value_t = 64)]
+    pub size: usize,
+    /// A fixed body for every message.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Read bodies from stdin, one message per line.
+    #[arg(long)]
+    pub stdin: bool,
+    #[arg(long)]
+    pub tags: Option<String>,
+    /// Business key; `{i}` is replaced by the message number.
+    #[arg(long)]
+    pub keys: Option<String>,
+    /// A user property KEY=VALUE (repeatable).
+    #[arg(long)]
+    pub property: Vec<String>,
+    /// Delay level (1 = 1 s, 2 = 5 s, …).
+    #[arg(long, default_value_t = 0)]
+    pub delay_level: i32,
+}
+
+#[derive(Debug, Args)]
+pub struct ConsumeArgs {
+    #[arg(long, default_value = "127.0.0.1:9876", env = "NAMESRV_ADDR")]
+    pub namesrv: String,
+    #[arg(short, long)]
+    pub topic: String,
+    /// Consumer group.
+    #[arg(short, long, default_value = "basalt-cli-consumer")]
+    pub group: String,
+    /// Subscription expression (`TagA || TagB`).
+    #[arg(long)]
+    pub tags: Option<String>,
+    /// Where a new group starts: first or last.
+    #[arg(long, default_value = "first")]
+    pub from: String,
+    /// Stop after this many messages (0: run until Ctrl-C or --timeout).
+    #[arg(short = 'n', long, default_value_t = 0)]
+    pub count: u64,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Only count, do not print messages.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print message metadata without bodies.
+    #[arg(long)]
+    pub no_body: bool,
+    /// Pull one queue directly instead of subscribing.
+    #[arg(long)]
+    pub queue: Option<i32>,
+    /// With --queue: the broker name (if the topic is on several brokers).
+    #[arg(long)]
+    pub broker: Option<String>,
+    /// With --queue: the first offset to read.
+    #[arg(long)]
+    pub offset: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    #[arg(
+        long,
+        default_value = "127.0.0.1:9876",
+        env = "NAMESRV_ADDR",
+        global = true
+    )]
+    pub namesrv: String,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    #[command(subcommand)]
+    Topic(TopicCommand),
+    /// Brokers of every cluster with their role, traffic and replication state.
+    Cluster,
+    /// Runtime information of one broker.
+    Broker {
+        /// Broker address (ip:port).
+        addr: String,
+    },
+    /// A consumer group's offsets and lag.
+    Progress {
+        #[arg(short, long)]
+        group: String,
+        #[arg(short, long)]
+        topic: Option<String>,
+    },
+    #[command(subcommand)]
+    Message(MessageCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopicCommand {
+    /// Create or update a topic on every master of a cluster (or one broker).
+    Create {
+        #[arg(short, long)]
+        topic: String,
+        #[arg(short, long, default_value_t = 8)]
+        queues: i32,
+        #[arg(long, default_value_t = 6)]
+        perm: i32,
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        /// Create on this broker address only.
+        #[arg(short, long)]
+        broker: Option<String>,
+    },
+    List,
+    Delete {
+        #[arg(short, long)]
+        topic: String,
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+    },
+    Route {
+        #[arg(short, long)]
+        topic: String,
+    },
+    /// Min and max offset of every queue.
+    Stats {
+        #[arg(short, long)]
+        topic: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MessageCommand {
+    /// Messages of a topic with a key (KEYS) or unique key.
+    Key {
+        #[arg(short, long)]
+        topic: String,
+        #[arg(short, long)]
+        key: String,
+    },
+    /// A message by its offset msgId.
+    Id { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Send as fast as the window allows; report TPS and send latency.
+    Produce(BenchProduceArgs),
+    /// Consume a topic; report TPS and born-to-consumed latency.
+    Consume(BenchConsumeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchProduceArgs {
+    #[arg(long, default_value = "127.0.0.1:9876", env = "NAMESRV_ADDR")]
+    pub namesrv: String,
+    #[arg(short, long, default_value = "BenchmarkTest")]
+    pub topic: String,
+    #[arg(long, default_value = "basalt-bench-producer")]
+    pub group: String,
+    /// Concurrent sending tasks.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Sends in flight per task (1 = wait for each ack).
+    #[arg(short, long, default_value_t = 64)]
+    pub window: usize,
+    /// Body size in bytes.
+    #[arg(short, long, default_value_t = 1024)]
+    pub size: usize,
+    /// Seconds to run.
+    #[arg(short, long, default_value_t = 10)]
+    pub duration: u64,
+    /// Messages per send (SEND_BATCH_MESSAGE when > 1).
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    #[arg(long)]
+    pub tags: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchConsumeArgs {
+    #[arg(long, default_value = "127.0.0.1:9876", env = "NAMESRV_ADDR")]
+    pub namesrv: String,
+    #[arg(short, long, default_value = "BenchmarkTest")]
+    pub topic: String,
+    #[arg(short, long, default_value = "basalt-bench-consumer")]
+    pub group: String,
+    #[arg(long)]
+    pub tags: Option<String>,
+    /// Start a new group at the first offset (default: the last).
+    #[arg(long)]
+    pub from_first: bool,
+    /// Seconds to run at most.
+    #[arg(short, long, default_value_t = 10)]
+    pub duration: u64,
+    /// Stop after this many messages (0: run for the duration).
+    #[arg(short = 'n', long, default_value_t = 0)]
+    pub count: u64,
 }
 
 /// Settings given as `key=value` on the command line override the file.
@@ -110,6 +330,10 @@ impl Cli {
             Command::Namesrv(a) => crate::serve::namesrv(a),
             Command::Broker(a) => crate::serve::broker(a),
             Command::Store(s) => crate::store_tools::run(s),
+            Command::Produce(a) => crate::client_tools::produce(a),
+            Command::Consume(a) => crate::client_tools::consume(a),
+            Command::Admin(a) => crate::client_tools::admin(a.command, a.namesrv),
+            Command::Bench(b) => crate::bench::run(b),
         }
     }
 }

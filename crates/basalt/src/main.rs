@@ -4,7 +4,10 @@
 //! * `basalt namesrv` / `basalt broker -c FILE` — the two roles apart;
 //! * `basalt store check|dump DIR` — offline tools for a store directory.
 
+mod bench;
 mod cli;
+mod client_tools;
+mod histogram;
 mod serve;
 mod store_tools;
 
@@ -12,7 +15,12 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    init_logging(cli.verbose);
+    // Servers log at info; the client tools only warn unless asked.
+    let server = matches!(
+        cli.command,
+        cli::Command::Standalone(_) | cli::Command::Namesrv(_) | cli::Command::Broker(_)
+    );
+    init_logging(cli.verbose + u8::from(server));
     match cli.run() {
         Ok(code) => code,
         Err(e) => {
@@ -25,10 +33,12 @@ fn main() -> std::process::ExitCode {
 fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "info",
-        1 => "debug",
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
         _ => "trace",
     };
+
     let filter = EnvFilter::try_from_env("BASALT_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)

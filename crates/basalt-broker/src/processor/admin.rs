@@ -92,7 +92,7 @@ pub fn delete_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComm
     broker.topics.delete(&h.topic);
     broker.offsets.remove_topic(&h.topic);
     broker.waiters.remove_topic(&h.topic);
-    if let Err(e) = broker.store.delete_topics(&[h.topic.clone()]) {
+    if let Err(e) = broker.store.delete_topics(std::slice::from_ref(&h.topic)) {
         return error(
             response::SYSTEM_ERROR,
             format!("deleting the topic's queues failed: {e}"),

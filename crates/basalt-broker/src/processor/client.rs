@@ -101,10 +101,10 @@ pub fn unregister_client(
     if let Some(g) = h.producer_group.as_deref().filter(|g| !g.is_empty()) {
         broker.clients.unregister_producer(g, channel.id());
     }
-    if let Some(g) = h.consumer_group.as_deref().filter(|g| !g.is_empty()) {
-        if broker.clients.unregister_consumer(g, channel.id()) {
-            broker.notify_consumer_ids_changed(g);
-        }
+    if let Some(g) = h.consumer_group.as_deref().filter(|g| !g.is_empty())
+        && broker.clients.unregister_consumer(g, channel.id())
+    {
+        broker.notify_consumer_ids_changed(g);
     }
     ok()
 }

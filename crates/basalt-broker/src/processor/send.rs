@@ -325,10 +325,7 @@ pub async fn send(
         body: &req.body,
         properties: &props,
     };
-    let mut r = broker.store.put_message(&draft);
-    let wait = wait_store_msg_ok(&props);
-    broker.store.wait_durable(&mut r, wait).await;
-    broker.wait_replicated(&mut r, wait).await;
+    let r = broker.put(&[draft], wait_store_msg_ok(&props)).await;
     response_for(broker, &r, chosen_queue)
 }
 
@@ -392,10 +389,7 @@ async fn send_batch(
             properties: p,
         })
         .collect();
-    let mut r = broker.store.put_messages(&drafts);
-    drop(drafts);
-    broker.store.wait_durable(&mut r, wait).await;
-    broker.wait_replicated(&mut r, wait).await;
+    let r = broker.put(&drafts, wait).await;
     response_for(broker, &r, queue_id)
 }
 
@@ -502,8 +496,7 @@ pub async fn send_back(
         body: v.body,
         properties: &props,
     };
-    let mut r = broker.store.put_message(&draft);
-    broker.store.wait_durable(&mut r, true).await;
+    let r = broker.put(&[draft], true).await;
     if r.status.is_stored() {
         RemotingCommand::response(response::SUCCESS, None)
     } else {

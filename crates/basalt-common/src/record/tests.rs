@@ -145,7 +145,10 @@ fn long_topic_uses_v2_magic() {
 
 /// A decoder written separately from the encoder, straight from the spec's
 /// field table, so a symmetric bug in encode and `RecordView::parse` cannot hide.
-fn reference_decode(b: &[u8]) -> (Vec<(String, Vec<u8>)>, Vec<u8>, String, Vec<u8>) {
+/// Named fields, body, topic, properties.
+type Decoded = (Vec<(String, Vec<u8>)>, Vec<u8>, String, Vec<u8>);
+
+fn reference_decode(b: &[u8]) -> Decoded {
     let be32 = |at: usize| i32::from_be_bytes(b[at..at + 4].try_into().unwrap());
     let mut fields = Vec::new();
     let mut at = 0;

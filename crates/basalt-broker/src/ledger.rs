@@ -1,0 +1,468 @@
+//! Ledger mode (RocketMQ's `enableDLegerCommitLog`): the broker's records are
+//! the bodies of a replicated ledger's entries, so a message is acknowledged
+//! only once a majority has it on disk, and the group elects a new master by
+//! itself when the leader dies.
+//!
+//! * A send on the leader becomes one ledger entry per message; the append
+//!   path stamps each record with its queue offset, its physical offset (the
+//!   entry position + 48, as RocketMQ does) and its store time.
+//! * Every member dispatches only *committed* entries into its own
+//!   ConsumeQueues and index, so all members serve identical queues.
+//! * The leader is the master (brokerId 0) once its term has committed its
+//!   first entry and its queues have caught up; the others are slaves.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use basalt_common::record::{self, RecordDraft, RecordView};
+use basalt_common::sysflag;
+use basalt_ledger::{
+    AckMode, EntryKind, Ledger, LedgerConfig, LedgerError, LedgerHandle, LedgerStatus, NodeId,
+    Role, StampSlot,
+};
+use basalt_store::commit_log::TopicQueueTable;
+use basalt_store::dispatch::DispatchRequest;
+use basalt_store::{AppendResult, MessageLog, MessageStore, PutMessageResult, PutMessageStatus};
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::broker::BrokerError;
+use crate::config::BrokerConfig;
+
+/// Reads records from the ledger's committed data (the store's [`MessageLog`]
+/// in ledger mode).
+pub struct LedgerLog {
+    reader: basalt_ledger::LedgerReader,
+    file_size: i64,
+}
+
+impl MessageLog for LedgerLog {
+    fn min_offset(&self) -> i64 {
+        // Entry positions start at the first retained file.
+        self.reader
+            .entry(self.reader.begin_index())
+            .map(|e| e.body_pos())
+            .unwrap_or(0)
+    }
+    fn max_offset(&self) -> i64 {
+        self.reader.committed_pos()
+    }
+    fn read_bytes(&self, offset: i64, size: usize) -> Option<Bytes> {
+        self.reader.read(offset, size).ok()
+    }
+    fn roll_next_file(&self, offset: i64) -> i64 {
+        offset + self.file_size - offset % self.file_size
+    }
+}
+
+/// Where the stamp callback put a send: physical offsets, first queue
+/// offset, store time, bytes.
+type Placement = (Vec<i64>, i64, i64, usize);
+
+/// The ledger of a ledger-mode broker and what the broker keeps beside it.
+pub struct LedgerMode {
+    pub handle: LedgerHandle,
+    /// Next queue offset of every topic queue; only the leader's append path
+    /// (the stamp callback) uses it, after it was rebuilt for the term.
+    table: Arc<Mutex<TopicQueueTable>>,
+    /// The leader may take sends: its term committed, queues caught up, table rebuilt.
+    writable: AtomicBool,
+    /// Next ledger index to dispatch (everything below is in the ConsumeQueues).
+    dispatched: watch::Sender<i64>,
+    /// Broker id this member registers with while it is not the leader.
+    pub follower_id: i64,
+    self_id: NodeId,
+    progress_file: PathBuf,
+    stopped: AtomicBool,
+    /// The term whose queue offset table is built (-1: none).
+    term_ready: AtomicI64,
+}
+
+impl std::fmt::Debug for LedgerMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerMode")
+            .field("self", &self.self_id)
+            .finish()
+    }
+}
+
+/// `n0-127.0.0.1:40911;n1-…` → id → address.
+fn peers(cfg: &BrokerConfig) -> Result<BTreeMap<NodeId, String>, BrokerError> {
+    LedgerConfig::parse_peers(&cfg.dleger_peers)
+        .map_err(|e| BrokerError::Other(format!("dLegerPeers: {e}")))
+}
+
+impl LedgerMode {
+    /// The ledger's settings for this broker: RocketMQ's layout
+    /// (`{root}/dledger-{selfId}`) and timings short enough to fail over in
+    /// about a second.
+    pub fn ledger_config(cfg: &BrokerConfig) -> Result<LedgerConfig, BrokerError> {
+        let peers = peers(cfg)?;
+        let dir = cfg
+            .store_path_root_dir
+            .join(format!("dledger-{}", cfg.dleger_self_id));
+        let group = if cfg.dleger_group.is_empty() {
+            cfg.broker_name.clone()
+        } else {
+            cfg.dleger_group.clone()
+        };
+        let mut lc = LedgerConfig::new(group, cfg.dleger_self_id.as_str(), peers, dir);
+        lc.heartbeat_interval_ms = cfg.dleger_heartbeat_interval.as_millis() as u64;
+        lc.min_vote_interval_ms = (lc.heartbeat_interval_ms / 2).max(50);
+        lc.max_vote_interval_ms = (lc.heartbeat_interval_ms * 2).max(lc.min_vote_interval_ms + 50);
+        lc.data_file_size = cfg.mapped_file_size_commit_log as i64;
+        lc.max_wait_ack_ms = cfg.sync_flush_timeout.as_millis() as u64;
+        lc.ack_mode = if cfg.dleger_ack_in_memory {
+            AckMode::Memory
+        } else {
+            AckMode::Durable
+        };
+        if !cfg.dleger_preferred_leader.is_empty() {
+            lc.preferred_leader = Some(NodeId::new(&cfg.dleger_preferred_leader));
+        }
+        lc.validate()
+            .map_err(|e| BrokerError::Other(format!("ledger: {e}")))?;
+        Ok(lc)
+    }
+
+    /// Starts the ledger and the dispatch of its committed entries.
+    pub async fn start(
+        cfg: &BrokerConfig,
+        store: &Arc<MessageStore>,
+    ) -> Result<Arc<LedgerMode>, BrokerError> {
+        let lc = Self::ledger_config(cfg)?;
+        let file_size = lc.data_file_size;
+        let ids: Vec<NodeId> = lc.peers.keys().cloned().collect();
+        let self_id = lc.self_id.clone();
+        let follower_id = ids
+            .iter()
+            .position(|i| *i == self_id)
+            .map(|p| p as i64 + 1)
+            .unwrap_or(1);
+        let handle = Ledger::start(lc)
+            .await
+            .map_err(|e| BrokerError::Other(format!("ledger: {e}")))?;
+        store.set_message_log(Arc::new(LedgerLog {
+            reader: handle.reader().clone(),
+            file_size,
+        }));
+        let progress_file = cfg
+            .store_path_root_dir
+            .join("config")
+            .join("ledgerDispatched");
+        let resume = read_progress(&progress_file)
+            .max(handle.reader().begin_index())
+            .max(0);
+        let (dispatched, _) = watch::channel(resume);
+        let lm = Arc::new(LedgerMode {
+            handle,
+            table: Arc::new(Mutex::new(TopicQueueTable::default())),
+            writable: AtomicBool::new(false),
+            dispatched,
+            follower_id,
+            self_id,
+            progress_file,
+            stopped: AtomicBool::new(false),
+            term_ready: AtomicI64::new(-1),
+        });
+        tracing::info!(member = %lm.self_id, resume, "ledger mode: dispatching committed entries");
+        let me = Arc::clone(&lm);
+        let st = Arc::clone(store);
+        tokio::spawn(async move { me.dispatch_loop(st).await });
+        Ok(lm)
+    }
+
+    pub fn status(&self) -> LedgerStatus {
+        self.handle.status()
+    }
+
+    /// Whether this member takes sends now.
+    pub fn is_writable(&self) -> bool {
+        self.writable.load(Ordering::Acquire)
+    }
+
+    /// The ledger index below which everything is dispatched.
+    pub fn dispatched_index(&self) -> i64 {
+        *self.dispatched.borrow()
+    }
+
+    /// Runtime-info entries for operators.
+    pub fn runtime_info(&self) -> Vec<(String, String)> {
+        let s = self.status();
+        let lag = (s.ledger_end_index - s.committed_index).max(0);
+        vec![
+            ("ledgerSelfId".into(), self.self_id.to_string()),
+            ("ledgerRole".into(), format!("{:?}", s.role).to_uppercase()),
+            ("ledgerTerm".into(), s.term.to_string()),
+            (
+                "ledgerLeaderId".into(),
+                s.leader_id.map(|l| l.to_string()).unwrap_or_default(),
+            ),
+            ("ledgerBeginIndex".into(), s.ledger_begin_index.to_string()),
+            ("ledgerEndIndex".into(), s.ledger_end_index.to_string()),
+            ("ledgerCommittedIndex".into(), s.committed_index.to_string()),
+            ("ledgerCommittedPos".into(), s.committed_pos.to_string()),
+            (
+                "ledgerDispatchedIndex".into(),
+                self.dispatched_index().to_string(),
+            ),
+            ("ledgerLag".into(), lag.to_string()),
+            ("ledgerWritable".into(), self.is_writable().to_string()),
+        ]
+    }
+
+    /// Follows role changes: a leader whose term is ready waits for its
+    /// queues to catch up, rebuilds the queue offset table and starts taking
+    /// sends; any other role stops taking them. `on_change` runs after every
+    /// switch (to re-register with the NameServers). Returns on shutdown.
+    ///
+    /// Why the table stays right during a term: it is rebuilt only after the
+    /// term's first entry committed (so every entry of earlier terms is
+    /// committed and dispatched), and from then on every entry of the log is
+    /// stamped by this leader's append path, which advances the table; a
+    /// leader never truncates its own log, so no stamped offset is reused.
+    pub async fn follow_roles(
+        self: Arc<Self>,
+        store: Arc<MessageStore>,
+        on_change: impl Fn(bool) + Send + Sync,
+    ) {
+        let mut w = self.handle.watch();
+        loop {
+            let s = w.borrow_and_update().clone();
+            let should_lead = s.role == Role::Leader && s.leader_ready && !s.poisoned;
+            if should_lead && !self.is_writable() {
+                if self.term_ready.load(Ordering::Acquire) != s.term {
+                    // Everything committed must be in the queues before offsets are read.
+                    let target = s.committed_index + 1;
+                    let mut d = self.dispatched.subscribe();
+                    let caught_up =
+                        tokio::time::timeout(Duration::from_secs(30), d.wait_for(|i| *i >= target))
+                            .await;
+                    if caught_up.is_err() {
+                        tracing::warn!(target, "queues did not catch up with the ledger; retrying");
+                        continue;
+                    }
+                    let mut t = TopicQueueTable::default();
+                    for cq in store.consume_queues().all() {
+                        t.set(cq.topic(), cq.queue_id(), cq.max_offset());
+                    }
+                    *self.table.lock() = t;
+                    self.term_ready.store(s.term, Ordering::Release);
+                }
+                let now = self.handle.status();
+                if now.role == Role::Leader && now.term == s.term {
+                    self.writable.store(true, Ordering::Release);
+                    tracing::info!(member = %self.self_id, term = s.term, "ledger leader takes sends as master");
+                    on_change(true);
+                }
+            } else if !should_lead && self.is_writable() {
+                self.writable.store(false, Ordering::Release);
+                tracing::info!(member = %self.self_id, role = ?s.role, term = s.term, "no longer the ledger leader");
+                on_change(false);
+            }
+            if self.stopped.load(Ordering::Acquire) || w.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Appends records as ledger entries and waits for their commit.
+    pub async fn put(&self, drafts: &[RecordDraft<'_>], append_crc: bool) -> PutMessageResult {
+        if !self.is_writable() {
+            return PutMessageResult::failed(
+                PutMessageStatus::ServiceNotAvailable,
+                "this broker is not the ledger leader (or its term is not ready yet)",
+            );
+        }
+        let Some(first) = drafts.first() else {
+            return PutMessageResult::failed(PutMessageStatus::MessageIllegal, "empty batch");
+        };
+        let mut bodies = Vec::with_capacity(drafts.len());
+        for d in drafts {
+            let mut v = Vec::with_capacity(d.encoded_len() + 32);
+            let r = if append_crc {
+                d.encode_with_crc_trailer(&mut v)
+            } else {
+                d.encode_into(&mut v)
+            };
+            if let Err(e) = r {
+                return PutMessageResult::failed(PutMessageStatus::MessageIllegal, e.to_string());
+            }
+            bodies.push(BytesMut::from(&v[..]));
+        }
+        let topic = first.topic.to_string();
+        let queue_id = first.queue_id;
+        let consumable = sysflag::is_consumable(first.sys_flag);
+        let table = Arc::clone(&self.table);
+        let placed: Arc<Mutex<Option<Placement>>> = Arc::new(Mutex::new(None));
+        let out = Arc::clone(&placed);
+        let stamp = move |slots: &mut [StampSlot<'_>]| {
+            let ts = basalt_common::time::now_millis();
+            let mut t = table.lock();
+            let first_q = if consumable {
+                t.get(&topic, queue_id)
+            } else {
+                0
+            };
+            let mut offsets = Vec::with_capacity(slots.len());
+            let mut bytes = 0;
+            for (i, s) in slots.iter_mut().enumerate() {
+                let phys = s.pos + basalt_ledger::entry::HEADER_SIZE as i64;
+                let qoff = if consumable { first_q + i as i64 } else { 0 };
+                record::stamp(s.body, qoff, phys, ts);
+                if append_crc {
+                    record::seal_crc(s.body);
+                }
+                offsets.push(phys);
+                bytes += s.body.len();
+            }
+            if consumable {
+                t.set(&topic, queue_id, first_q + slots.len() as i64);
+            }
+            *out.lock() = Some((offsets, first_q, ts, bytes));
+        };
+        match self.handle.append(bodies, stamp).await {
+            Ok(_) => {
+                let Some((offsets, queue_offset, ts, bytes)) = placed.lock().take() else {
+                    return PutMessageResult::failed(
+                        PutMessageStatus::UnknownError,
+                        "append committed without a placement",
+                    );
+                };
+                PutMessageResult::ok(AppendResult {
+                    wrote_offset: offsets[0],
+                    wrote_bytes: bytes,
+                    queue_offset,
+                    msg_count: offsets.len(),
+                    store_timestamp: ts,
+                    batch_offsets: if offsets.len() > 1 {
+                        offsets
+                    } else {
+                        Vec::new()
+                    },
+                })
+            }
+            // Written, but not known to be committed: the producer sees the
+            // same status as a SYNC_MASTER whose slave did not confirm in time.
+            Err(e @ (LedgerError::Timeout | LedgerError::LeadershipLost)) => PutMessageResult {
+                status: PutMessageStatus::FlushSlaveTimeout,
+                append: None,
+                detail: Some(e.to_string()),
+            },
+            Err(LedgerError::TooLarge { body_len, max }) => PutMessageResult::failed(
+                PutMessageStatus::MessageIllegal,
+                format!("message of {body_len} bytes exceeds the ledger's {max}"),
+            ),
+            Err(e) => {
+                PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, e.to_string())
+            }
+        }
+    }
+
+    /// Dispatches committed entries, in order, forever.
+    async fn dispatch_loop(self: Arc<Self>, store: Arc<MessageStore>) {
+        let reader = self.handle.reader().clone();
+        let delays = basalt_store::dispatch::DelayLevels::default();
+        let mut next = *self.dispatched.borrow();
+        let mut last_persist = std::time::Instant::now();
+        loop {
+            if self.stopped.load(Ordering::Acquire) {
+                return;
+            }
+            let wait =
+                tokio::time::timeout(Duration::from_secs(1), self.handle.wait_committed(next))
+                    .await;
+            match wait {
+                Ok(Ok(_)) => {}
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    self.maybe_persist(&store, next, &mut last_persist);
+                    continue;
+                }
+            }
+            let entries = match reader.entries(next, 512, 4 << 20) {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::error!(index = next, error = %e, "cannot read committed ledger entries; retrying in 1 s");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            for e in &entries {
+                if e.kind == EntryKind::Noop {
+                    continue;
+                }
+                match RecordView::parse(&e.body, false) {
+                    Ok(v) => {
+                        if v.physical_offset != e.body_pos() {
+                            tracing::error!(
+                                index = e.index,
+                                pos = e.body_pos(),
+                                record = v.physical_offset,
+                                "ledger entry holds a record stamped for another position; skipping it"
+                            );
+                            continue;
+                        }
+                        if let Some(req) = DispatchRequest::from_record(&v, &delays)
+                            && let Err(err) = store.dispatcher().dispatch(&req, true)
+                        {
+                            tracing::error!(index = e.index, error = %err, "dispatch failed; retrying in 1 s");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            break;
+                        }
+                    }
+                    Err(err) => {
+                        tracing::error!(index = e.index, error = %err, "ledger entry is not a record; skipping it")
+                    }
+                }
+                next = e.index + 1;
+                self.dispatched.send_replace(next);
+            }
+            if let Some(last) = entries.last() {
+                next = next.max(last.index + 1);
+                self.dispatched.send_replace(next);
+            }
+            self.maybe_persist(&store, next, &mut last_persist);
+        }
+    }
+
+    /// Every second: fsync the queues, then record how far they go, so a
+    /// restart resumes dispatch there (re-dispatching more is harmless).
+    fn maybe_persist(&self, store: &MessageStore, next: i64, last: &mut std::time::Instant) {
+        if last.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        *last = std::time::Instant::now();
+        if store.flush_consume_queues().is_ok() {
+            let _ = basalt_store::fs_util::atomic_write(
+                &self.progress_file,
+                next.to_string().as_bytes(),
+            );
+        }
+    }
+
+    /// Stops dispatching and the ledger.
+    pub async fn shutdown(&self, store: &MessageStore) {
+        self.stopped.store(true, Ordering::Release);
+        self.writable.store(false, Ordering::Release);
+        let next = self.dispatched_index();
+        if store.flush_consume_queues().is_ok() {
+            let _ = basalt_store::fs_util::atomic_write(
+                &self.progress_file,
+                next.to_string().as_bytes(),
+            );
+        }
+        self.handle.shutdown().await;
+    }
+}
+
+fn read_progress(p: &Path) -> i64 {
+    std::fs::read_to_string(p)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}

@@ -1,0 +1,691 @@
+//! [`PushConsumer`]: pulls on the application's behalf and hands messages to
+//! a listener (Java `DefaultMQPushConsumer`).
+//!
+//! * Rebalance (every `rebalance_interval`, and at once on
+//!   NOTIFY_CONSUMER_IDS_CHANGED): GET_CONSUMER_LIST_BY_GROUP, sort,
+//!   allocate ([`AllocateStrategy`]), add and drop process queues.
+//! * One pull task per queue with long polling and flow control.
+//! * Concurrent consumption through a bounded set of workers, or orderly
+//!   consumption (one batch at a time per queue, queues locked at the broker).
+//! * The committed offset of a queue is the smallest offset still in flight,
+//!   so a crash never skips an unconsumed message (at-least-once).
+//! * Failed messages go back with CONSUMER_SEND_MSG_BACK (falling back to a
+//!   plain send to `%RETRY%<group>`); the retry topic is subscribed
+//!   automatically in clustering mode.
+
+pub mod allocate;
+mod consume;
+pub(crate) mod offset_store;
+mod process_queue;
+mod pull_loop;
+mod rebalance;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use basalt_remoting::protocol::{self, ConsumerData, SubscriptionData};
+use basalt_remoting::transport::BoxFuture;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub use allocate::AllocateStrategy;
+
+use crate::config::ClientConfig;
+use crate::error::{ClientError, Result};
+use crate::filter::build_subscription;
+use crate::instance::{ClientInstance, ConsumerInner};
+use crate::message::{MessageExt, MessageQueue};
+use crate::producer::Producer;
+use consume::ConsumeRequest;
+use offset_store::OffsetStore;
+use process_queue::ProcessQueue;
+
+/// Whether each message goes to one consumer of the group or to all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MessageModel {
+    /// Queues are split among the group; offsets live on the brokers.
+    #[default]
+    Clustering,
+    /// Every consumer reads every queue; offsets live in a local file.
+    Broadcasting,
+}
+
+/// Where a consumer starts in a queue its group has no offset for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConsumeFromWhere {
+    /// At the queue's end (retry topics: at the start).
+    #[default]
+    LastOffset,
+    /// At the queue's start.
+    FirstOffset,
+    /// At the first message stored at or after `consume_timestamp`.
+    Timestamp,
+}
+
+/// What the listener says about a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConsumeStatus {
+    /// Consumed (up to [`ConsumeContext::ack_index`]).
+    Success,
+    /// Try again later: concurrent mode sends the messages back for
+    /// redelivery; orderly mode suspends the queue and retries in place.
+    ReconsumeLater,
+}
+
+/// Per-batch context handed to the listener, which may adjust it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumeContext {
+    /// The queue the batch came from.
+    pub queue: Arc<MessageQueue>,
+    /// Concurrent mode: with `Success`, messages `0..=ack_index` succeeded
+    /// and the rest are retried (default: all succeeded).
+    pub ack_index: i32,
+    /// Delay level for retried messages: 0 lets the broker choose
+    /// (3 + reconsume times), -1 sends them straight to the DLQ.
+    pub delay_level_when_next_consume: i32,
+    /// Orderly mode: how long the queue waits before a retry.
+    pub suspend_time: Duration,
+}
+
+impl ConsumeContext {
+    fn new(queue: Arc<MessageQueue>, suspend_time: Duration) -> Self {
+        Self {
+            queue,
+            ack_index: i32::MAX,
+            delay_level_when_next_consume: 0,
+            suspend_time,
+        }
+    }
+}
+
+/// A listener that consumes asynchronously on the tokio runtime.
+pub trait AsyncMessageListener: Send + Sync + 'static {
+    fn consume<'a>(
+        &'a self,
+        msgs: &'a [MessageExt],
+        ctx: &'a mut ConsumeContext,
+    ) -> BoxFuture<'a, ConsumeStatus>;
+}
+
+type BlockingListener = dyn Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync;
+
+#[derive(Clone)]
+enum Listener {
+    /// Runs on tokio's blocking pool.
+    Blocking(Arc<BlockingListener>),
+    Async(Arc<dyn AsyncMessageListener>),
+}
+
+/// Push-consumer settings (Java `DefaultMQPushConsumer` fields and defaults).
+#[derive(Debug, Clone)]
+pub struct PushOptions {
+    pub message_model: MessageModel,
+    pub consume_from_where: ConsumeFromWhere,
+    /// For [`ConsumeFromWhere::Timestamp`], in ms since the epoch (Java
+    /// default: half an hour before start).
+    pub consume_timestamp: Option<i64>,
+    /// Listener calls running at once (20).
+    pub consume_thread_max: usize,
+    /// Messages per pull (32).
+    pub pull_batch_size: i32,
+    /// Bytes per pull (256 KiB), sent as `maxMsgBytes`.
+    pub pull_batch_size_in_bytes: i32,
+    /// Messages per listener call (1).
+    pub consume_message_batch_max_size: usize,
+    /// Pulling pauses while a queue has this many messages in flight (1000).
+    pub pull_threshold_for_queue: usize,
+    /// … or this many MiB of bodies (100).
+    pub pull_threshold_size_for_queue_mib: usize,
+    /// … or (concurrent mode) this span of offsets in flight (2000).
+    pub consume_concurrently_max_span: i64,
+    /// Deliveries before a message goes to the DLQ; -1 = 16 (concurrent) or
+    /// unlimited (orderly).
+    pub max_reconsume_times: i32,
+    /// Consume each queue one batch at a time, in order, holding a broker
+    /// lock on it (clustering).
+    pub consume_orderly: bool,
+    /// Orderly mode: wait after a failed batch (1 s).
+    pub suspend_current_queue_time: Duration,
+    /// Send the subscription in every pull (SUBSCRIPTION flag).
+    pub post_subscription_when_pull: bool,
+    /// Pause between pulls of a queue (0).
+    pub pull_interval: Duration,
+    /// How long the broker may hold a pull (15 s).
+    pub broker_suspend_max_time: Duration,
+    /// RPC timeout of a held pull (30 s).
+    pub consumer_timeout_when_suspend: Duration,
+    /// Wait before retrying a failed pull (3 s).
+    pub pull_time_delay_when_exception: Duration,
+    /// How long `shutdown` waits for listener calls in progress (5 s).
+    pub await_termination: Duration,
+    /// Broadcasting: directory of the offset files (default
+    /// `~/.rocketmq_offsets`).
+    pub local_offset_store_dir: Option<PathBuf>,
+    pub allocate_strategy: AllocateStrategy,
+}
+
+impl Default for PushOptions {
+    fn default() -> Self {
+        Self {
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::LastOffset,
+            consume_timestamp: None,
+            consume_thread_max: 20,
+            pull_batch_size: 32,
+            pull_batch_size_in_bytes: 256 * 1024,
+            consume_message_batch_max_size: 1,
+            pull_threshold_for_queue: 1000,
+            pull_threshold_size_for_queue_mib: 100,
+            consume_concurrently_max_span: 2000,
+            max_reconsume_times: -1,
+            consume_orderly: false,
+            suspend_current_queue_time: Duration::from_secs(1),
+            post_subscription_when_pull: false,
+            pull_interval: Duration::ZERO,
+            broker_suspend_max_time: Duration::from_secs(15),
+            consumer_timeout_when_suspend: Duration::from_secs(30),
+            pull_time_delay_when_exception: Duration::from_secs(3),
+            await_termination: Duration::from_secs(5),
+            local_offset_store_dir: None,
+            allocate_strategy: AllocateStrategy::Averagely,
+        }
+    }
+}
+
+const CREATED: u8 = 0;
+const RUNNING: u8 = 1;
+const STOPPING: u8 = 2;
+
+/// A push consumer. Cheap to clone; clones share one consumer.
+///
+/// ```no_run
+/// # async fn demo() -> basalt_client::Result<()> {
+/// use basalt_client::{ClientConfig, ConsumeStatus, PushConsumer};
+/// let consumer = PushConsumer::new("CG", ClientConfig::new("127.0.0.1:9876"));
+/// consumer.subscribe("TopicTest", "TagA || TagB")?;
+/// consumer.register_listener(|msgs, _ctx| {
+///     for m in msgs { println!("{} {:?}", m.msg_id, m.body); }
+///     ConsumeStatus::Success
+/// });
+/// consumer.start().await?;
+/// // ...
+/// consumer.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PushConsumer {
+    inner: Arc<PushInner>,
+}
+
+/// The consumer's state, shared by its tasks.
+pub(crate) struct PushInner {
+    group: String,
+    /// `%RETRY%<group>`.
+    retry_topic: String,
+    instance: Arc<ClientInstance>,
+    options: PushOptions,
+    state: AtomicU8,
+    subscriptions: RwLock<BTreeMap<String, SubscriptionData>>,
+    /// Readable queues per subscribed topic, from the routes.
+    topic_queues: RwLock<HashMap<String, BTreeSet<MessageQueue>>>,
+    process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
+    pull_tasks: Mutex<HashMap<MessageQueue, JoinHandle<()>>>,
+    offsets: OnceLock<OffsetStore>,
+    listener: Mutex<Option<Listener>>,
+    consume_tx: Mutex<Option<mpsc::UnboundedSender<ConsumeRequest>>>,
+    permits: Arc<Semaphore>,
+    retry_producer: Producer,
+    rebalance_lock: tokio::sync::Mutex<()>,
+    stop: watch::Sender<bool>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    start_ms: AtomicI64,
+}
+
+impl std::fmt::Debug for PushConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConsumer")
+            .field("group", &self.inner.group)
+            .field("client_id", &self.inner.instance.client_id())
+            .finish()
+    }
+}
+
+impl PushConsumer {
+    /// A consumer of `group` with its own client instance and default options.
+    pub fn new(group: impl Into<String>, config: ClientConfig) -> Self {
+        Self::with_options(group, config, PushOptions::default())
+    }
+
+    pub fn with_options(
+        group: impl Into<String>,
+        config: ClientConfig,
+        options: PushOptions,
+    ) -> Self {
+        Self::with_instance(group, ClientInstance::new(config), options)
+    }
+
+    /// A consumer sharing `instance` with other producers and consumers.
+    pub fn with_instance(
+        group: impl Into<String>,
+        instance: Arc<ClientInstance>,
+        options: PushOptions,
+    ) -> Self {
+        let group = group.into();
+        let permits = Arc::new(Semaphore::new(options.consume_thread_max.max(1)));
+        Self {
+            inner: Arc::new(PushInner {
+                retry_topic: basalt_common::topic::retry_topic(&group),
+                group,
+                retry_producer: Producer::internal(instance.clone()),
+                instance,
+                options,
+                state: AtomicU8::new(CREATED),
+                subscriptions: RwLock::new(BTreeMap::new()),
+                topic_queues: RwLock::new(HashMap::new()),
+                process_queues: Mutex::new(BTreeMap::new()),
+                pull_tasks: Mutex::new(HashMap::new()),
+                offsets: OnceLock::new(),
+                listener: Mutex::new(None),
+                consume_tx: Mutex::new(None),
+                permits,
+                rebalance_lock: tokio::sync::Mutex::new(()),
+                stop: watch::channel(false).0,
+                tasks: Mutex::new(Vec::new()),
+                start_ms: AtomicI64::new(0),
+            }),
+        }
+    }
+
+    pub fn group(&self) -> &str {
+        &self.inner.group
+    }
+
+    pub fn instance(&self) -> &Arc<ClientInstance> {
+        &self.inner.instance
+    }
+
+    pub fn options(&self) -> &PushOptions {
+        &self.inner.options
+    }
+
+    /// Subscribes to `topic` with a tag expression (`"TagA || TagB"`, `"*"`).
+    /// May be called after start: the brokers learn it from the next
+    /// heartbeat, which is sent at once.
+    pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
+        basalt_common::topic::validate_topic(topic)
+            .map_err(|e| ClientError::InvalidArgument(e.to_string()))?;
+        let sub = build_subscription(topic, expression)?;
+        self.inner
+            .subscriptions
+            .write()
+            .insert(topic.to_string(), sub);
+        if self.inner.is_running() {
+            let inner = self.inner.clone();
+            let topic = topic.to_string();
+            tokio::spawn(async move {
+                let _ = inner.instance.update_route(&topic).await;
+                inner.instance.send_heartbeat_to_all_brokers().await;
+                inner.instance.rebalance_now();
+            });
+        }
+        Ok(())
+    }
+
+    /// Stops consuming `topic` (its queues are dropped at the next rebalance).
+    pub fn unsubscribe(&self, topic: &str) {
+        self.inner.subscriptions.write().remove(topic);
+        self.inner.topic_queues.write().remove(topic);
+        if self.inner.is_running() {
+            self.inner.instance.rebalance_now();
+        }
+    }
+
+    /// Sets a synchronous listener; it runs on tokio's blocking pool, at most
+    /// `consume_thread_max` calls at once.
+    pub fn register_listener<F>(&self, f: F)
+    where
+        F: Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync + 'static,
+    {
+        *self.inner.listener.lock() = Some(Listener::Blocking(Arc::new(f)));
+    }
+
+    /// Sets an asynchronous listener, polled on the runtime's workers.
+    pub fn register_async_listener<L: AsyncMessageListener>(&self, listener: L) {
+        *self.inner.listener.lock() = Some(Listener::Async(Arc::new(listener)));
+    }
+
+    /// Starts consuming: registers with the instance, fetches routes, sends a
+    /// heartbeat and triggers the first rebalance.
+    pub async fn start(&self) -> Result<()> {
+        let inner = &self.inner;
+        basalt_common::topic::validate_group(&inner.group)
+            .map_err(|e| ClientError::InvalidArgument(e.to_string()))?;
+        if inner.listener.lock().is_none() {
+            return Err(ClientError::InvalidArgument(
+                "register a message listener before starting".into(),
+            ));
+        }
+        if inner
+            .state
+            .compare_exchange(CREATED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(ClientError::InvalidArgument(
+                "the consumer was already started".into(),
+            ));
+        }
+        inner
+            .start_ms
+            .store(basalt_common::time::now_millis(), Ordering::Relaxed);
+        if inner.options.message_model == MessageModel::Clustering {
+            let retry = basalt_common::topic::retry_topic(&inner.group);
+            let sub = build_subscription(&retry, crate::filter::SUB_ALL)?;
+            inner.subscriptions.write().insert(retry, sub);
+        }
+        let store = match inner.options.message_model {
+            MessageModel::Clustering => OffsetStore::remote(&inner.group, inner.instance.clone()),
+            MessageModel::Broadcasting => {
+                let dir = inner
+                    .options
+                    .local_offset_store_dir
+                    .clone()
+                    .unwrap_or_else(|| {
+                        std::env::var_os("HOME")
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| PathBuf::from("."))
+                            .join(".rocketmq_offsets")
+                    });
+                match OffsetStore::local(&inner.group, inner.instance.clone(), &dir) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        inner.state.store(CREATED, Ordering::Release);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        let _ = inner.offsets.set(store);
+        let weak: Weak<dyn ConsumerInner> =
+            Arc::downgrade(&(inner.clone() as Arc<dyn ConsumerInner>));
+        if let Err(e) = inner.instance.register_consumer(weak) {
+            inner.state.store(STOPPING, Ordering::Release);
+            return Err(e);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        *inner.consume_tx.lock() = Some(tx);
+        {
+            let mut tasks = inner.tasks.lock();
+            tasks.push(tokio::spawn(consume::dispatcher(
+                inner.clone(),
+                rx,
+                inner.stop.subscribe(),
+            )));
+            if inner.options.consume_orderly
+                && inner.options.message_model == MessageModel::Clustering
+            {
+                tasks.push(tokio::spawn(rebalance::lock_renewal(
+                    Arc::downgrade(inner),
+                    inner.stop.subscribe(),
+                )));
+            }
+        }
+        inner.instance.acquire();
+        let topics: Vec<String> = inner.subscriptions.read().keys().cloned().collect();
+        for t in &topics {
+            if let Err(e) = inner.instance.update_route(t).await
+                && !t.starts_with(basalt_common::constants::topic::RETRY_GROUP_PREFIX)
+            {
+                tracing::warn!(topic = %t, error = %e, "no route yet for a subscribed topic");
+            }
+        }
+        inner.instance.send_heartbeat_to_all_brokers().await;
+        inner.instance.rebalance_now();
+        Ok(())
+    }
+
+    /// Stops pulling, waits (up to `await_termination`) for listener calls in
+    /// progress, commits every offset, drops the queues and unregisters
+    /// from the brokers. Messages pulled but not consumed are not committed,
+    /// so they are delivered again (to this group) later.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner
+            .state
+            .compare_exchange(RUNNING, STOPPING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        inner.stop.send_replace(true);
+        inner.consume_tx.lock().take();
+        let pulls: Vec<JoinHandle<()>> = inner.pull_tasks.lock().drain().map(|(_, h)| h).collect();
+        for h in pulls {
+            let _ = h.await;
+        }
+        let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *inner.tasks.lock());
+        for t in tasks {
+            let _ = t.await;
+        }
+        let all = inner.options.consume_thread_max.max(1) as u32;
+        match tokio::time::timeout(
+            inner.options.await_termination,
+            inner.permits.acquire_many(all),
+        )
+        .await
+        {
+            Ok(Ok(p)) => p.forget(),
+            _ => tracing::warn!(group = %inner.group,
+                "listener calls still running at shutdown; their offsets are not committed"),
+        }
+        inner.permits.close();
+        // Rebalancing is over: take the rebalance lock so none is half-way.
+        let _no_rebalance = inner.rebalance_lock.lock().await;
+        let queues: Vec<(MessageQueue, Arc<ProcessQueue>)> =
+            std::mem::take(&mut *inner.process_queues.lock())
+                .into_iter()
+                .collect();
+        let held: BTreeSet<MessageQueue> = queues.iter().map(|(m, _)| m.clone()).collect();
+        if let Some(store) = inner.offsets.get() {
+            store.persist_all(&held).await;
+        }
+        for (_, pq) in &queues {
+            pq.set_dropped();
+        }
+        if inner.options.consume_orderly && inner.options.message_model == MessageModel::Clustering
+        {
+            inner.unlock_all(&held).await;
+        }
+        inner.instance.unregister_consumer(&inner.group).await;
+        inner.instance.release().await;
+    }
+
+    /// The queues this consumer currently holds.
+    pub fn assigned_queues(&self) -> BTreeSet<MessageQueue> {
+        self.inner.process_queues.lock().keys().cloned().collect()
+    }
+
+    /// The in-memory consumed offset of a queue (what the next commit sends).
+    pub fn committed_offset(&self, mq: &MessageQueue) -> Option<i64> {
+        self.inner.offsets.get().and_then(|s| s.read_memory(mq))
+    }
+
+    /// Runs a rebalance now and waits for it (normally timer-driven).
+    pub async fn rebalance(&self) {
+        self.inner.do_rebalance().await;
+    }
+
+    /// Commits every held queue's offset now (normally timer-driven).
+    pub async fn persist_offsets(&self) {
+        self.inner.persist_all().await;
+    }
+}
+
+impl PushInner {
+    fn is_running(&self) -> bool {
+        self.state.load(Ordering::Acquire) == RUNNING
+    }
+
+    fn offsets(&self) -> &OffsetStore {
+        // Set in start() before any task that reads it exists.
+        self.offsets
+            .get_or_init(|| OffsetStore::remote(&self.group, self.instance.clone()))
+    }
+
+    /// Deliveries allowed before the DLQ (`getMaxReconsumeTimes`).
+    fn max_reconsume_times(&self) -> i32 {
+        match self.options.max_reconsume_times {
+            -1 if self.options.consume_orderly => i32::MAX,
+            -1 => 16,
+            n => n,
+        }
+    }
+
+    async fn persist_all(&self) {
+        if !self.is_running() {
+            return;
+        }
+        let held: BTreeSet<MessageQueue> = self.process_queues.lock().keys().cloned().collect();
+        self.offsets().persist_all(&held).await;
+    }
+
+    fn consume_from_where_java(&self) -> protocol::ConsumeFromWhere {
+        match self.options.consume_from_where {
+            ConsumeFromWhere::LastOffset => protocol::ConsumeFromWhere::ConsumeFromLastOffset,
+            ConsumeFromWhere::FirstOffset => protocol::ConsumeFromWhere::ConsumeFromFirstOffset,
+            ConsumeFromWhere::Timestamp => protocol::ConsumeFromWhere::ConsumeFromTimestamp,
+        }
+    }
+
+    fn write_running_info(&self, extra: BTreeMap<String, String>) -> Vec<u8> {
+        let mut props: BTreeMap<String, String> = extra;
+        props.insert("PROP_CONSUME_TYPE".into(), "CONSUME_PASSIVELY".into());
+        props.insert(
+            "PROP_CONSUMEORDERLY".into(),
+            self.options.consume_orderly.to_string(),
+        );
+        props.insert(
+            "PROP_THREADPOOL_CORE_SIZE".into(),
+            self.options.consume_thread_max.to_string(),
+        );
+        props.insert(
+            "PROP_CONSUMER_START_TIMESTAMP".into(),
+            self.start_ms.load(Ordering::Relaxed).to_string(),
+        );
+        props.insert("consumerGroup".into(), self.group.clone());
+        props.insert(
+            "messageModel".into(),
+            match self.options.message_model {
+                MessageModel::Clustering => "CLUSTERING",
+                MessageModel::Broadcasting => "BROADCASTING",
+            }
+            .into(),
+        );
+        props.insert(
+            "consumeFromWhere".into(),
+            self.consume_from_where_java().name().to_string(),
+        );
+        let mut out = b"{\"mqTable\":{".to_vec();
+        let queues: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+            .process_queues
+            .lock()
+            .iter()
+            .map(|(m, p)| (m.clone(), p.clone()))
+            .collect();
+        for (i, (mq, pq)) in queues.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let (min, max, count, size) = pq.snapshot();
+            out.extend_from_slice(&serde_json::to_vec(mq).unwrap_or_default());
+            out.push(b':');
+            let info = serde_json::json!({
+                "cachedMsgCount": count,
+                "cachedMsgMaxOffset": max,
+                "cachedMsgMinOffset": min,
+                "cachedMsgSizeInMiB": size / (1024 * 1024),
+                "commitOffset": self.offsets().read_memory(mq).unwrap_or(-1),
+                "droped": pq.is_dropped(),
+                "lastConsumeTimestamp": pq.last_consume_ms(),
+                "lastLockTimestamp": 0,
+                "lastPullTimestamp": pq.last_pull_ms(),
+                "locked": pq.is_locked(),
+                "transactionMsgCount": 0,
+                "transactionMsgMaxOffset": 0,
+                "transactionMsgMinOffset": 0,
+                "tryUnlockTimes": 0,
+            });
+            out.extend_from_slice(&serde_json::to_vec(&info).unwrap_or_default());
+        }
+        out.extend_from_slice(b"},\"properties\":");
+        out.extend_from_slice(&serde_json::to_vec(&props).unwrap_or_default());
+        out.extend_from_slice(b",\"statusTable\":{},\"subscriptionSet\":");
+        let subs: Vec<SubscriptionData> = self.subscriptions.read().values().cloned().collect();
+        out.extend_from_slice(&serde_json::to_vec(&subs).unwrap_or_default());
+        out.push(b'}');
+        out
+    }
+}
+
+impl ConsumerInner for PushInner {
+    fn group(&self) -> &str {
+        &self.group
+    }
+
+    fn consumer_data(&self) -> ConsumerData {
+        ConsumerData {
+            consume_from_where: self.consume_from_where_java(),
+            consume_type: protocol::ConsumeType::ConsumePassively,
+            group_name: self.group.clone(),
+            message_model: match self.options.message_model {
+                MessageModel::Clustering => protocol::MessageModel::Clustering,
+                MessageModel::Broadcasting => protocol::MessageModel::Broadcasting,
+            },
+            subscription_data_set: self.subscriptions.read().values().cloned().collect(),
+            unit_mode: false,
+        }
+    }
+
+    fn subscribed_topics(&self) -> Vec<String> {
+        self.subscriptions.read().keys().cloned().collect()
+    }
+
+    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>) -> bool {
+        if !self.subscriptions.read().contains_key(topic) {
+            return false;
+        }
+        let old = self
+            .topic_queues
+            .write()
+            .insert(topic.to_string(), queues.clone());
+        old.as_ref() != Some(queues)
+    }
+
+    fn needs_subscribe_info(&self, topic: &str) -> bool {
+        self.subscriptions.read().contains_key(topic)
+            && !self.topic_queues.read().contains_key(topic)
+    }
+
+    fn rebalance(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.do_rebalance().await })
+    }
+
+    fn persist_offsets(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.persist_all().await })
+    }
+
+    fn running_info(&self, extra: BTreeMap<String, String>) -> Vec<u8> {
+        self.write_running_info(extra)
+    }
+
+    fn reset_offsets(
+        self: Arc<Self>,
+        topic: String,
+        offsets: BTreeMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.reset_offsets_now(&topic, &offsets).await })
+    }
+}

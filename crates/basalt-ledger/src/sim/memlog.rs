@@ -1,0 +1,287 @@
+//! An in-memory ledger log with a model of what survives a crash.
+//!
+//! It follows the same contract as the mmap store: entries must be placed by
+//! [`crate::entry::place`], a truncation keeps a prefix or drops everything, and
+//! only what a completed sync covered is sure to survive a crash. Of the unsynced
+//! tail, a crash keeps a random prefix (a torn write that recovery cut at the first
+//! bad entry). A truncation that was not synced yet may be undone by a crash, in
+//! part or in whole.
+
+use crate::core::LogRead;
+use crate::entry::{Entry, place};
+
+#[derive(Debug, Clone)]
+struct PendingTruncate {
+    old_first: i64,
+    old_start_pos: i64,
+    /// The durable entries before the truncation.
+    old: Vec<Entry>,
+    /// How many of them the truncation kept.
+    keep: usize,
+}
+
+/// The simulated log of one member. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct MemLog {
+    file_size: i64,
+    /// Index of `entries[0]` (meaningless when empty).
+    first: i64,
+    entries: Vec<Entry>,
+    /// Where the log starts when it is empty (0, or the position of a reset).
+    start_pos: i64,
+    end_pos: i64,
+    /// `entries[..durable_len]` survive any crash.
+    durable_len: usize,
+    pending_truncate: Option<PendingTruncate>,
+    unsynced_truncation: bool,
+}
+
+impl MemLog {
+    pub fn new(file_size: i64) -> MemLog {
+        MemLog {
+            file_size,
+            first: 0,
+            entries: Vec::new(),
+            start_pos: 0,
+            end_pos: 0,
+            durable_len: 0,
+            pending_truncate: None,
+            unsynced_truncation: false,
+        }
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entries a crash cannot take away.
+    pub fn durable_entries(&self) -> &[Entry] {
+        &self.entries[..self.durable_len]
+    }
+
+    /// Index of the first entry (valid when not empty).
+    pub fn first_index(&self) -> i64 {
+        self.first
+    }
+
+    /// Whether a truncation was made that no completed sync covers yet (removed
+    /// bytes may still be on the disk, synced or not).
+    pub fn truncation_pending(&self) -> bool {
+        self.unsynced_truncation
+    }
+
+    /// Appends entries at the end; checks indexes and positions.
+    pub fn append(&mut self, entries: &[Entry]) -> Result<(), String> {
+        for e in entries {
+            let expected_index = if self.entries.is_empty() {
+                e.index()
+            } else {
+                self.first + self.entries.len() as i64
+            };
+            if e.index() != expected_index {
+                return Err(format!(
+                    "append index {} != expected {expected_index}",
+                    e.index()
+                ));
+            }
+            let pos = place(self.end_pos, e.size(), self.file_size).map_err(|x| x.to_string())?;
+            if pos != e.pos() {
+                return Err(format!(
+                    "append of index {} at pos {} but the log places it at {pos}",
+                    e.index(),
+                    e.pos()
+                ));
+            }
+            if self.entries.is_empty() {
+                self.first = e.index();
+            }
+            self.entries.push(e.clone());
+            self.end_pos = e.header.end_pos();
+        }
+        Ok(())
+    }
+
+    /// Drops entries from `next_index` on (see `Command::Truncate`). Returns the
+    /// entries removed.
+    pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Vec<Entry> {
+        let durable_before = self.durable_len;
+        self.unsynced_truncation = true;
+        let keep_prefix = !self.entries.is_empty()
+            && next_index > self.first
+            && next_index - 1 <= self.end_index()
+            && self.entries[(next_index - 1 - self.first) as usize]
+                .header
+                .end_pos()
+                == next_pos;
+        let (removed, keep) = if keep_prefix {
+            let k = (next_index - self.first) as usize;
+            let removed = self.entries.split_off(k);
+            self.end_pos = next_pos;
+            (removed, k)
+        } else {
+            let removed = std::mem::take(&mut self.entries);
+            self.first = next_index;
+            self.start_pos = next_pos;
+            self.end_pos = next_pos;
+            (removed, 0)
+        };
+        if durable_before > keep {
+            let (old_first, old_start_pos, old) = match &self.pending_truncate {
+                // A second truncation before any sync: the oldest durable state is
+                // still what a crash may bring back.
+                Some(p) => (p.old_first, p.old_start_pos, p.old.clone()),
+                None => {
+                    let mut old: Vec<Entry> = self.entries[..keep.min(self.entries.len())].to_vec();
+                    old.extend(removed.iter().take(durable_before - keep).cloned());
+                    let first = if keep_prefix {
+                        self.first
+                    } else {
+                        removed.first().map(|e| e.index()).unwrap_or(self.first)
+                    };
+                    let start = old.first().map(|e| e.pos()).unwrap_or(self.start_pos);
+                    (first, start, old)
+                }
+            };
+            let keep_now = match &self.pending_truncate {
+                Some(p) => p.keep.min(keep),
+                None => keep,
+            };
+            self.pending_truncate = Some(PendingTruncate {
+                old_first,
+                old_start_pos,
+                old,
+                keep: keep_now,
+            });
+        }
+        self.durable_len = self.durable_len.min(keep);
+        removed
+    }
+
+    /// A sync that started after every truncation completed, covering `..=through`.
+    pub fn synced(&mut self, through: i64) {
+        if !self.entries.is_empty() && through >= self.first {
+            let n = ((through - self.first + 1) as usize).min(self.entries.len());
+            self.durable_len = self.durable_len.max(n);
+        }
+        self.pending_truncate = None;
+        self.unsynced_truncation = false;
+    }
+
+    /// A crash: keeps the durable entries and, of the rest, what `pick(lo, hi)`
+    /// chooses (a count in `lo..=hi`). Everything left is durable afterwards (the
+    /// store syncs what it recovers). Returns the lowest index that may have changed.
+    pub fn crash(&mut self, mut pick: impl FnMut(usize, usize) -> usize) -> i64 {
+        if let Some(p) = self.pending_truncate.take() {
+            let n = pick(p.keep, p.old.len());
+            self.first = p.old_first;
+            self.start_pos = p.old_start_pos;
+            self.entries = p.old[..n].to_vec();
+        } else {
+            let n = pick(self.durable_len, self.entries.len());
+            self.entries.truncate(n);
+        }
+        self.end_pos = self
+            .entries
+            .last()
+            .map(|e| e.header.end_pos())
+            .unwrap_or(self.start_pos);
+        self.unsynced_truncation = false;
+        self.durable_len = self.entries.len();
+        self.first
+    }
+}
+
+impl LogRead for MemLog {
+    fn begin_index(&self) -> i64 {
+        if self.entries.is_empty() {
+            -1
+        } else {
+            self.first
+        }
+    }
+
+    fn end_index(&self) -> i64 {
+        if self.entries.is_empty() {
+            -1
+        } else {
+            self.first + self.entries.len() as i64 - 1
+        }
+    }
+
+    fn end_pos(&self) -> i64 {
+        self.end_pos
+    }
+
+    fn term_at(&self, index: i64) -> Option<i64> {
+        self.get(index).map(|e| e.term())
+    }
+
+    fn entry(&self, index: i64) -> Result<Option<Entry>, String> {
+        Ok(self.get(index).cloned())
+    }
+}
+
+impl MemLog {
+    fn get(&self, index: i64) -> Option<&Entry> {
+        if self.entries.is_empty() || index < self.first {
+            return None;
+        }
+        self.entries.get((index - self.first) as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::EntryKind;
+    use bytes::Bytes;
+
+    fn entry(log: &MemLog, index: i64, term: i64, body: &'static [u8]) -> Entry {
+        let size = 48 + body.len() as i64;
+        let pos = place(log.end_pos(), size, 200).unwrap();
+        Entry::new(
+            EntryKind::Normal,
+            index,
+            term,
+            pos,
+            Bytes::from_static(body),
+        )
+    }
+
+    #[test]
+    fn append_truncate_sync_crash() {
+        let mut log = MemLog::new(200);
+        for i in 0..4 {
+            let e = entry(&log, i, 1, b"0123456789");
+            log.append(&[e]).unwrap();
+        }
+        // 58-byte entries, 200-byte files: three fit in the first file, the fourth rolls.
+        assert_eq!(log.entry(3).unwrap().unwrap().pos(), 200);
+        log.synced(1);
+        assert_eq!(log.durable_entries().len(), 2);
+        let end1 = log.entry(0).unwrap().unwrap().header.end_pos();
+        let removed = log.truncate(1, end1);
+        assert_eq!(removed.len(), 3);
+        assert_eq!(log.end_index(), 0);
+        // Crash before the truncation is synced: index 1 may come back.
+        let mut copy = log.clone();
+        copy.crash(|_, hi| hi);
+        assert_eq!(copy.end_index(), 1);
+        log.synced(0);
+        log.crash(|_, hi| hi);
+        assert_eq!(log.end_index(), 0);
+    }
+
+    #[test]
+    fn reset_drops_everything() {
+        let mut log = MemLog::new(200);
+        let e = entry(&log, 0, 1, b"x");
+        log.append(&[e]).unwrap();
+        log.truncate(5, 400);
+        assert_eq!(log.end_index(), -1);
+        assert_eq!(log.end_pos(), 400);
+        let e = Entry::new(EntryKind::Normal, 5, 2, 400, Bytes::from_static(b"y"));
+        log.append(&[e]).unwrap();
+        assert_eq!(log.begin_index(), 5);
+    }
+}

@@ -1,0 +1,304 @@
+//! DLedger RPCs over TCP in RocketMQ remoting frames (codes and JSON bodies in
+//! [`crate::wire`]), on `basalt-remoting`'s [`RemotingServer`] and
+//! [`RemotingClient`].
+//!
+//! * Inbound: the server hands each request frame to [`LedgerProcessor`], which
+//!   decodes it, gives it a transport-local request id, pushes it into the
+//!   member's inbox and waits for the core's response with that id (the server
+//!   runs requests concurrently, so a follower's answer waiting for an fsync does
+//!   not hold up the next push).
+//! * Outbound: one task per peer owns the connection and sends requests in the
+//!   order the core emitted them (each send is queued before the next one is
+//!   looked at); each response is decoded and pushed into the inbox with the
+//!   core's request id.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use basalt_remoting::code::response as rcode;
+use basalt_remoting::{
+    Channel, ClientConfig, RemotingClient, RemotingCommand, RemotingServer, RequestProcessor,
+    ServerHandle,
+};
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Inbox, Transport};
+use crate::protocol::{Envelope, NodeId, Request, RequestId, Response, ResponseCode, Rpc};
+use crate::wire::{self, Ids};
+
+/// How long an inbound request waits for the core's answer, and an outbound one
+/// for the peer's.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// After a failed connect, requests to that peer are dropped for this long.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+
+struct Inner {
+    group: String,
+    self_id: NodeId,
+    inbox: Inbox,
+    /// Inbound requests waiting for the core's answer, by transport-local id.
+    waiting: Mutex<HashMap<RequestId, oneshot::Sender<Response>>>,
+    next_inbound: AtomicU64,
+    queues: BTreeMap<NodeId, mpsc::UnboundedSender<(RequestId, Request)>>,
+    client: RemotingClient,
+}
+
+/// Serves the ledger RPC codes on a remoting server. Requests that arrive before
+/// the member starts are answered SYSTEM_BUSY.
+#[derive(Default)]
+pub struct LedgerProcessor {
+    inner: OnceLock<Arc<Inner>>,
+}
+
+fn system_error(remark: String) -> RemotingCommand {
+    RemotingCommand::response(rcode::SYSTEM_ERROR, Some(remark))
+}
+
+impl RequestProcessor for LedgerProcessor {
+    async fn process(
+        &self,
+        channel: &Channel,
+        request: RemotingCommand,
+    ) -> Option<RemotingCommand> {
+        let Some(inner) = self.inner.get().cloned() else {
+            return Some(RemotingCommand::response(
+                rcode::SYSTEM_BUSY,
+                Some("ledger member not started".into()),
+            ));
+        };
+        let code = request.code;
+        let decoded = match wire::decode_request(code, &request.body) {
+            Ok(d) => d,
+            Err(wire::WireError::UnknownCode(_)) => {
+                return Some(RemotingCommand::not_supported(&request));
+            }
+            Err(e) => {
+                tracing::warn!(peer = %channel.remote_addr(), error = %e, "bad ledger request");
+                return Some(system_error(e.to_string()));
+            }
+        };
+        let from = decoded
+            .local_id
+            .clone()
+            .unwrap_or_else(|| NodeId::from(format!("client@{}", channel.remote_addr())));
+        let ids = Ids {
+            group: &inner.group,
+            local_id: &inner.self_id,
+            remote_id: &from,
+        };
+        let refuse = |code_: ResponseCode| {
+            let body = wire::error_response(&ids, code, -1, code_);
+            Some(RemotingCommand::response(rcode::SUCCESS, None).with_body(body))
+        };
+        if decoded.group.as_deref().is_some_and(|g| g != inner.group) {
+            return refuse(ResponseCode::UnknownGroup);
+        }
+        if decoded
+            .remote_id
+            .as_ref()
+            .is_some_and(|r| *r != inner.self_id)
+        {
+            return refuse(ResponseCode::UnknownMember);
+        }
+        let id = inner.next_inbound.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        inner.waiting.lock().insert(id, tx);
+        let env = Envelope {
+            from: from.clone(),
+            to: inner.self_id.clone(),
+            rpc: Rpc::Request {
+                id,
+                body: decoded.request,
+            },
+        };
+        if inner.inbox.send(env).is_err() {
+            inner.waiting.lock().remove(&id);
+            return Some(RemotingCommand::response(
+                rcode::SYSTEM_BUSY,
+                Some("ledger member stopped".into()),
+            ));
+        }
+        match tokio::time::timeout(REQUEST_TIMEOUT, rx).await {
+            Ok(Ok(resp)) => {
+                let body = wire::encode_response(&ids, &resp);
+                Some(RemotingCommand::response(rcode::SUCCESS, None).with_body(body))
+            }
+            _ => {
+                // The core dropped the request (DLedger does so for pushes that a
+                // COMPARE overtook): the sender's own timeout handles it.
+                inner.waiting.lock().remove(&id);
+                None
+            }
+        }
+    }
+}
+
+/// The listening side of a member, bound before the member starts so that tests
+/// can use port 0 and learn the address first.
+pub struct TcpListener {
+    server: ServerHandle,
+    processor: Arc<LedgerProcessor>,
+}
+
+impl TcpListener {
+    /// Binds `addr` ("host:port"; port 0 picks a free port).
+    pub async fn bind(addr: &str) -> std::io::Result<TcpListener> {
+        let processor = Arc::new(LedgerProcessor::default());
+        let server = RemotingServer::bind(addr, processor.clone()).await?;
+        Ok(TcpListener { server, processor })
+    }
+
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.server.local_addr()
+    }
+}
+
+/// The TCP transport of one member. See the module documentation.
+pub struct TcpTransport {
+    inner: Arc<Inner>,
+    server: Mutex<Option<ServerHandle>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl TcpTransport {
+    /// Starts serving on `listener` and connecting to `peers` (id → address, self
+    /// excluded or not), delivering into `inbox`.
+    pub fn start(
+        listener: TcpListener,
+        group: &str,
+        self_id: &NodeId,
+        peers: &BTreeMap<NodeId, String>,
+        inbox: Inbox,
+    ) -> Arc<TcpTransport> {
+        let client = RemotingClient::new(ClientConfig {
+            connect_timeout: Duration::from_secs(1),
+            ..ClientConfig::default()
+        });
+        let mut queues = BTreeMap::new();
+        let mut receivers = Vec::new();
+        for (id, addr) in peers {
+            if id == self_id {
+                continue;
+            }
+            let (tx, rx) = mpsc::unbounded_channel();
+            queues.insert(id.clone(), tx);
+            receivers.push((id.clone(), addr.clone(), rx));
+        }
+        let inner = Arc::new(Inner {
+            group: group.to_string(),
+            self_id: self_id.clone(),
+            inbox,
+            waiting: Mutex::new(HashMap::new()),
+            next_inbound: AtomicU64::new(1),
+            queues,
+            client,
+        });
+        let tasks = receivers
+            .into_iter()
+            .map(|(id, addr, rx)| tokio::spawn(peer_loop(inner.clone(), id, addr, rx)))
+            .collect();
+        // The processor was created before the member: wire it up now.
+        let _ = listener.processor.inner.set(inner.clone());
+        Arc::new(TcpTransport {
+            inner,
+            server: Mutex::new(Some(listener.server)),
+            tasks,
+        })
+    }
+}
+
+impl Transport for TcpTransport {
+    fn send(&self, env: Envelope) {
+        match env.rpc {
+            Rpc::Request { id, body } => {
+                if let Some(q) = self.inner.queues.get(&env.to) {
+                    let _ = q.send((id, body));
+                }
+            }
+            Rpc::Response { id, body } => {
+                if let Some(tx) = self.inner.waiting.lock().remove(&id) {
+                    let _ = tx.send(body);
+                }
+            }
+        }
+    }
+
+    fn shutdown(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.inner.client.shutdown();
+        if let Some(server) = self.server.lock().take() {
+            tokio::spawn(server.shutdown());
+        }
+        self.inner.waiting.lock().clear();
+    }
+}
+
+/// Sends a peer's requests in order over one connection and routes the answers.
+async fn peer_loop(
+    inner: Arc<Inner>,
+    peer: NodeId,
+    addr: String,
+    mut rx: mpsc::UnboundedReceiver<(RequestId, Request)>,
+) {
+    let mut channel: Option<Channel> = None;
+    while let Some((id, req)) = rx.recv().await {
+        if channel.as_ref().is_none_or(|c| c.is_closed()) {
+            match inner.client.channel(&addr).await {
+                Ok(c) => channel = Some(c),
+                Err(e) => {
+                    tracing::debug!(peer = %peer, addr, error = %e, "ledger peer unreachable");
+                    channel = None;
+                    // Drop what queued meanwhile; the core resends what matters.
+                    tokio::time::sleep(RECONNECT_BACKOFF).await;
+                    while rx.try_recv().is_ok() {}
+                    continue;
+                }
+            }
+        }
+        let Some(ch) = channel.clone() else { continue };
+        let ids = Ids {
+            group: &inner.group,
+            local_id: &inner.self_id,
+            remote_id: &peer,
+        };
+        let (code, body) = wire::encode_request(&ids, &req);
+        let cmd = RemotingCommand::request(code).with_body(body);
+        let inbox = inner.inbox.clone();
+        let me = inner.self_id.clone();
+        let from = peer.clone();
+        let mut task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+            match ch.request(cmd, REQUEST_TIMEOUT).await {
+                Ok(resp) if resp.code == rcode::SUCCESS => {
+                    match wire::decode_response(code, &resp.body) {
+                        Ok(body) => {
+                            let _ = inbox.send(Envelope {
+                                from,
+                                to: me,
+                                rpc: Rpc::Response { id, body },
+                            });
+                        }
+                        Err(e) => tracing::warn!(peer = %from, error = %e, "bad ledger response"),
+                    }
+                }
+                Ok(resp) => {
+                    tracing::debug!(peer = %from, code = resp.code, remark = ?resp.remark, "ledger request refused")
+                }
+                Err(e) => tracing::debug!(peer = %from, error = %e, "ledger request failed"),
+            }
+        });
+        // Poll once here so the frame is queued before the next request's: pushes
+        // reach the follower in the order the leader sent them.
+        let mut cx = Context::from_waker(Waker::noop());
+        if task.as_mut().poll(&mut cx).is_pending() {
+            tokio::spawn(task);
+        }
+    }
+}

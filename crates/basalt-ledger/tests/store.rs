@@ -1,0 +1,327 @@
+//! Ledger store: append, read, roll, truncate, recovery of torn tails, corrupt
+//! middles, checkpoints, the operator check.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use basalt_ledger::core::LogRead;
+use basalt_ledger::entry::{EntryHeader, EntryKind, HEADER_SIZE, place};
+use basalt_ledger::store::{LedgerStore, StoreError, StoreOptions, check_ledger_dir};
+
+const DATA: i64 = 1024;
+const INDEX: i64 = 32 * 8;
+
+fn opts(dir: &Path) -> StoreOptions {
+    StoreOptions {
+        dir: dir.to_path_buf(),
+        data_file_size: DATA,
+        index_file_size: INDEX,
+    }
+}
+
+fn body(i: i64) -> Vec<u8> {
+    let len = 10 + (i * 37 % 150) as usize;
+    (0..len).map(|k| (i as usize * 7 + k) as u8).collect()
+}
+
+/// Appends entries `from..to` of term `term`.
+fn append(store: &mut LedgerStore, from: i64, to: i64, term: i64) {
+    for i in from..to {
+        let b = body(i);
+        let size = (HEADER_SIZE + b.len()) as i64;
+        let pos = place(store.end_pos(), size, DATA).unwrap();
+        let h = EntryHeader::new(EntryKind::Normal, i, term, pos, &b);
+        store.append(&[(h, &b)]).unwrap();
+    }
+}
+
+fn sync(store: &mut LedgerStore) {
+    store.prepare_sync().run().unwrap();
+}
+
+fn data_file(dir: &Path, k: i64) -> std::path::PathBuf {
+    dir.join("data").join(format!("{:020}", k * DATA))
+}
+
+fn poke(path: &Path, offset: u64, bytes: &[u8]) {
+    let f = OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(bytes, offset).unwrap();
+    f.sync_all().unwrap();
+}
+
+#[test]
+fn append_read_roll_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(
+        (s.end_index(), rec.committed_index, rec.cut.clone()),
+        (-1, -1, None)
+    );
+    append(&mut s, 0, 60, 1);
+    append(&mut s, 60, 80, 2);
+    assert_eq!(s.end_index(), 79);
+    assert_eq!(s.term_at(59), Some(1));
+    assert_eq!(s.term_at(60), Some(2));
+    // Several data files and index files were used; entries never span files.
+    let n_data = std::fs::read_dir(dir.path().join("data")).unwrap().count();
+    let n_index = std::fs::read_dir(dir.path().join("index")).unwrap().count();
+    assert!(n_data > 3, "{n_data} data files");
+    assert_eq!(n_index, 10);
+    for i in 0..80 {
+        let e = s.entry(i).unwrap().unwrap();
+        assert_eq!(&e.body[..], &body(i)[..]);
+        assert_eq!(e.pos() / DATA, (e.pos() + e.size() - 1) / DATA);
+    }
+    // Readers see only what is committed.
+    let reader = s.reader();
+    assert!(reader.entry(0).is_err());
+    s.set_committed(70);
+    let e = reader.entry(70).unwrap();
+    assert_eq!(&e.body[..], &body(70)[..]);
+    assert!(reader.entry(71).is_err());
+    // Zero-copy read of the record inside an entry.
+    let bytes = reader.read(e.body_pos(), e.body.len()).unwrap();
+    assert_eq!(&bytes[..], &body(70)[..]);
+    assert!(reader.read(reader.committed_pos() - 4, 8).is_err());
+    let batch = reader.entries(65, 100, usize::MAX).unwrap();
+    assert_eq!(
+        batch.iter().map(|e| e.index).collect::<Vec<_>>(),
+        (65..=70).collect::<Vec<_>>()
+    );
+
+    sync(&mut s);
+    s.prepare_checkpoint(79, 70).run().unwrap();
+    drop(s);
+    drop(reader);
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.end_index(), 79);
+    assert_eq!(rec.committed_index, 70);
+    assert_eq!(rec.cut, None);
+    assert_eq!(s.reader().entry(70).unwrap().body, e.body);
+}
+
+#[test]
+fn truncate_keeps_a_prefix_and_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.prepare_checkpoint(39, -1).run().unwrap();
+    let e19 = s.entry(19).unwrap().unwrap();
+    s.truncate(20, e19.header.end_pos()).unwrap();
+    assert_eq!((s.end_index(), s.end_pos()), (19, e19.header.end_pos()));
+    assert_eq!(s.term_at(20), None);
+    // Different entries of term 2 follow.
+    append(&mut s, 20, 25, 2);
+    sync(&mut s);
+    drop(s);
+    // The checkpoint was lowered by the truncation: reopening does not mistake the
+    // rewritten tail for damage of the durable region.
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(rec.cut, None);
+    assert_eq!(s.end_index(), 24);
+    assert_eq!(s.term_at(24), Some(2));
+    assert_eq!(s.term_at(19), Some(1));
+}
+
+#[test]
+fn reset_starts_the_log_at_the_leaders_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 5, 1);
+    // The leader's log starts at index 50, position 5000 (mid-file).
+    s.truncate(50, 5000).unwrap();
+    assert_eq!(
+        (s.begin_index(), s.end_index(), s.end_pos()),
+        (-1, -1, 5000)
+    );
+    let b = body(50);
+    let h = EntryHeader::new(EntryKind::Normal, 50, 3, 5000, &b);
+    s.append(&[(h, &b)]).unwrap();
+    assert_eq!((s.begin_index(), s.end_index()), (50, 50));
+    sync(&mut s);
+    drop(s);
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(rec.cut, None);
+    assert_eq!((s.begin_index(), s.end_index()), (50, 50));
+    assert_eq!(&s.entry(50).unwrap().unwrap().body[..], &b[..]);
+}
+
+#[test]
+fn torn_tails_are_cut() {
+    // Each case damages the tail after the checkpointed durable end (index 29).
+    type Damage = fn(&Path, &LedgerStore);
+    let cases: Vec<(&str, Damage)> = vec![
+        ("bad crc", |dir, s| {
+            let e = s.entry(38).unwrap().unwrap();
+            let f = data_file(dir, e.pos() / DATA);
+            poke(&f, (e.pos() % DATA) as u64 + 50, &[0xFF]);
+        }),
+        ("bad magic", |dir, s| {
+            let e = s.entry(38).unwrap().unwrap();
+            poke(
+                &data_file(dir, e.pos() / DATA),
+                (e.pos() % DATA) as u64,
+                &[0, 0, 0, 9],
+            );
+        }),
+        ("bad size", |dir, s| {
+            let e = s.entry(38).unwrap().unwrap();
+            poke(
+                &data_file(dir, e.pos() / DATA),
+                (e.pos() % DATA) as u64 + 4,
+                &[0, 0, 0x7F, 0],
+            );
+        }),
+        ("short entry (zeros in the body)", |dir, s| {
+            let e = s.entry(39).unwrap().unwrap();
+            let f = data_file(dir, e.pos() / DATA);
+            poke(&f, (e.pos() % DATA) as u64 + 48, &vec![0u8; e.body.len()]);
+        }),
+    ];
+    for (name, damage) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+        append(&mut s, 0, 40, 1);
+        sync(&mut s);
+        s.prepare_checkpoint(29, 20).run().unwrap();
+        let cut_index = if name.starts_with("short") { 39 } else { 38 };
+        let expect_pos = s.entry(cut_index).unwrap().unwrap().pos();
+        damage(dir.path(), &s);
+        drop(s);
+        let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+        assert_eq!(s.end_index(), cut_index - 1, "{name}");
+        assert_eq!(
+            rec.cut.as_ref().map(|c| c.0),
+            Some(expect_pos),
+            "{name}: {rec:?}"
+        );
+        assert_eq!(s.end_pos(), expect_pos, "{name}");
+        // The cut bytes read as zeros and new entries can follow.
+        drop(s);
+        let report = check_ledger_dir(dir.path()).unwrap();
+        assert_eq!(report.first_bad, None, "{name}: {report:?}");
+        assert_eq!(report.last_index, cut_index - 1, "{name}");
+        let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+        append(&mut s, cut_index, cut_index + 3, 2);
+        assert_eq!(s.end_index(), cut_index + 2);
+    }
+}
+
+#[test]
+fn zero_tail_and_index_running_past_the_data_are_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 12, 1);
+    sync(&mut s);
+    s.prepare_checkpoint(11, 11).run().unwrap();
+    // Entry 12's index unit reached the disk, its data did not.
+    let unit = [
+        0u8, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0, 0, 0,
+        0, 0, 0, 1,
+    ];
+    let index_file = dir.path().join("index").join(format!("{:020}", INDEX));
+    poke(&index_file, (12 * 32 - INDEX) as u64, &unit);
+    drop(s);
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.end_index(), 11);
+    assert_eq!(rec.cut, None);
+    assert_eq!(s.term_at(12), None);
+    let bytes = std::fs::read(&index_file).unwrap();
+    assert!(
+        bytes[(12 * 32 - INDEX) as usize..].iter().all(|b| *b == 0),
+        "index unit 12 cut"
+    );
+}
+
+#[test]
+fn damage_in_the_durable_region_is_an_error_naming_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.prepare_checkpoint(39, 39).run().unwrap();
+    let e = s.entry(36).unwrap().unwrap();
+    let file = data_file(dir.path(), e.pos() / DATA);
+    poke(&file, (e.pos() % DATA) as u64 + 60, &[0xAB, 0xCD]);
+    drop(s);
+    let err = match LedgerStore::open(opts(dir.path())) {
+        Err(e) => e,
+        Ok(_) => panic!("opening a store with a corrupt durable entry must fail"),
+    };
+    match &err {
+        StoreError::Corrupt {
+            path,
+            offset,
+            reason,
+        } => {
+            assert_eq!(path, &file);
+            assert_eq!(*offset, (e.pos() % DATA) as u64);
+            assert!(reason.contains("CRC"), "{reason}");
+        }
+        other => panic!("unexpected error {other}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("{:020}", (e.pos() / DATA) * DATA)),
+        "{msg}"
+    );
+    // The operator check reports the same spot without touching the files.
+    let r = check_ledger_dir(dir.path()).unwrap();
+    let bad = r.first_bad.clone().unwrap();
+    assert_eq!((bad.path, bad.offset), (file, (e.pos() % DATA) as u64));
+    assert_eq!(r.last_index, 35);
+    assert_eq!(r.terms, vec![(1, 0, 36)]);
+    assert!(!r.is_ok());
+    let text = r.to_string();
+    assert!(
+        text.contains("entries:          36") && text.contains("CRC"),
+        "{text}"
+    );
+}
+
+#[test]
+fn poisoned_store_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 2, 1);
+    s.poison();
+    let b = body(2);
+    let h = EntryHeader::new(EntryKind::Normal, 2, 1, s.end_pos(), &b);
+    assert!(matches!(s.append(&[(h, &b)]), Err(StoreError::Poisoned)));
+    assert!(matches!(s.truncate(1, 0), Err(StoreError::Poisoned)));
+}
+
+#[test]
+fn misplaced_appends_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 1, 1);
+    let b = body(5);
+    let h = EntryHeader::new(EntryKind::Normal, 5, 1, s.end_pos(), &b);
+    assert!(matches!(s.append(&[(h, &b)]), Err(StoreError::Invalid(_))));
+    let h = EntryHeader::new(EntryKind::Normal, 1, 1, s.end_pos() + 8, &b);
+    assert!(matches!(s.append(&[(h, &b)]), Err(StoreError::Invalid(_))));
+}
+
+#[test]
+fn purge_deletes_old_files_and_moves_the_begin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 60, 1);
+    s.set_committed(59);
+    let reader = s.reader();
+    let keep = reader.entry(10).unwrap();
+    let begin = s.purge_before(3 * DATA).unwrap();
+    assert!(begin > 0);
+    assert_eq!(reader.begin_index(), begin);
+    assert_eq!(s.entry(begin - 1).unwrap(), None);
+    // A body read before the purge stays valid: the mapping lives while referenced.
+    assert_eq!(&keep.body[..], &body(10)[..]);
+    sync(&mut s);
+    drop(s);
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.begin_index(), begin);
+    assert_eq!(s.end_index(), 59);
+}

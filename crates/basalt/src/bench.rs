@@ -1,0 +1,258 @@
+//! `basalt bench produce|consume`, like RocketMQ's benchmark tools: a live
+//! line every second (TPS, MB/s, latency average / p50 / p99 / max) and a
+//! summary at the end.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use basalt_client::{
+    ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, PushOptions,
+};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use crate::cli::{BenchCommand, BenchConsumeArgs, BenchProduceArgs};
+use crate::histogram::{Histogram, fmt_micros};
+
+/// Interval figures shared by the workers and the reporter: a histogram,
+/// bytes and errors, swapped out once a second.
+#[derive(Default)]
+struct Shared {
+    interval: std::sync::Mutex<(Histogram, u64, u64)>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Histogram, u64, u64)> {
+        self.interval.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record(&self, micros: u64, bytes: u64) {
+        let mut g = self.lock();
+        g.0.record(micros);
+        g.1 += bytes;
+    }
+
+    fn error(&self) {
+        self.lock().2 += 1;
+    }
+
+    fn take(&self) -> (Histogram, u64, u64) {
+        std::mem::take(&mut *self.lock())
+    }
+}
+
+pub fn run(cmd: BenchCommand) -> Result<ExitCode, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    match cmd {
+        BenchCommand::Produce(a) => rt.block_on(produce(a)),
+        BenchCommand::Consume(a) => rt.block_on(consume(a)),
+    }
+}
+
+fn header(what: &str) {
+    println!(
+        "{:>5} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}   ({what})",
+        "sec", "TPS", "MB/s", "avg", "p50", "p99", "max", "errors"
+    );
+}
+
+fn line(sec: u64, h: &Histogram, bytes: u64, errors: u64, elapsed: Duration) {
+    let s = elapsed.as_secs_f64().max(1e-9);
+    println!(
+        "{:>5} {:>10.0} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        sec,
+        h.count() as f64 / s,
+        bytes as f64 / s / 1e6,
+        fmt_micros(h.mean()),
+        fmt_micros(h.quantile(0.5) as f64),
+        fmt_micros(h.quantile(0.99) as f64),
+        fmt_micros(h.max() as f64),
+        errors
+    );
+}
+
+fn summary(total: &Histogram, bytes: u64, errors: u64, elapsed: Duration) {
+    let s = elapsed.as_secs_f64().max(1e-9);
+    println!("---");
+    println!(
+        "total {} msgs in {:.1} s: {:.0} msg/s, {:.1} MB/s, errors {}",
+        total.count(),
+        s,
+        total.count() as f64 / s,
+        bytes as f64 / s / 1e6,
+        errors
+    );
+    println!(
+        "latency avg {} p50 {} p99 {} p99.9 {} max {}",
+        fmt_micros(total.mean()),
+        fmt_micros(total.quantile(0.5) as f64),
+        fmt_micros(total.quantile(0.99) as f64),
+        fmt_micros(total.quantile(0.999) as f64),
+        fmt_micros(total.max() as f64)
+    );
+}
+
+/// Prints a line per second until `stop`; returns the merged figures.
+async fn report(
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    what: &'static str,
+) -> (Histogram, u64, u64, Duration) {
+    header(what);
+    let start = Instant::now();
+    let mut total = Histogram::new();
+    let (mut bytes, mut errors) = (0u64, 0u64);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    let mut last = Instant::now();
+    let mut sec = 0;
+    while !stop.load(Ordering::Acquire) {
+        tick.tick().await;
+        sec += 1;
+        let (h, b, e) = shared.take();
+        let now = Instant::now();
+        line(sec, &h, b, e, now - last);
+        last = now;
+        total.merge(&h);
+        bytes += b;
+        errors += e;
+    }
+    let (h, b, e) = shared.take();
+    total.merge(&h);
+    (total, bytes + b, errors + e, start.elapsed())
+}
+
+async fn produce(a: BenchProduceArgs) -> Result<ExitCode, String> {
+    let producer = Producer::new(a.group.clone(), ClientConfig::new(a.namesrv.clone()));
+    producer
+        .start()
+        .await
+        .map_err(|e| format!("producer: {e}"))?;
+    // Warm the route (and auto-create the topic) before timing.
+    let body = Bytes::from(vec![b'x'; a.size]);
+    let mut probe = Message::new(a.topic.clone(), body.clone());
+    if let Some(t) = &a.tags {
+        probe = probe.with_tags(t.clone());
+    }
+    producer
+        .send(&probe)
+        .await
+        .map_err(|e| format!("first send failed: {e}"))?;
+
+    let shared = Arc::new(Shared::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let reporter = tokio::spawn(report(Arc::clone(&shared), Arc::clone(&stop), "produce"));
+    let deadline = Instant::now() + Duration::from_secs(a.duration);
+    let mut workers = Vec::new();
+    for _ in 0..a.threads.max(1) {
+        let producer = producer.clone();
+        let shared = Arc::clone(&shared);
+        let body = body.clone();
+        let (topic, tags, window, batch) =
+            (a.topic.clone(), a.tags.clone(), a.window.max(1), a.batch);
+        workers.push(tokio::spawn(async move {
+            let mut inflight = FuturesUnordered::new();
+            loop {
+                while inflight.len() < window && Instant::now() < deadline {
+                    let producer = producer.clone();
+                    let mut m = Message::new(topic.clone(), body.clone());
+                    if let Some(t) = &tags {
+                        m = m.with_tags(t.clone());
+                    }
+                    inflight.push(async move {
+                        let t0 = Instant::now();
+                        let r = if batch > 1 {
+                            let msgs = vec![m; batch];
+                            producer.send_batch(&msgs).await.map(|_| batch)
+                        } else {
+                            producer.send(&m).await.map(|_| 1)
+                        };
+                        (t0.elapsed(), r)
+                    });
+                }
+                match inflight.next().await {
+                    Some((lat, Ok(n))) => {
+                        for _ in 0..n {
+                            shared.record(lat.as_micros() as u64, body.len() as u64);
+                        }
+                    }
+                    Some((_, Err(_))) => shared.error(),
+                    None => break,
+                }
+            }
+        }));
+    }
+    for w in workers {
+        let _ = w.await;
+    }
+    stop.store(true, Ordering::Release);
+    let (total, bytes, errors, elapsed) = reporter.await.map_err(|e| e.to_string())?;
+    summary(&total, bytes, errors, elapsed);
+    producer.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
+    let opts = PushOptions {
+        consume_from_where: if a.from_first {
+            ConsumeFromWhere::FirstOffset
+        } else {
+            ConsumeFromWhere::LastOffset
+        },
+        consume_message_batch_max_size: 32,
+        ..Default::default()
+    };
+    let consumer =
+        PushConsumer::with_options(a.group.clone(), ClientConfig::new(a.namesrv.clone()), opts);
+    consumer
+        .subscribe(&a.topic, a.tags.as_deref().unwrap_or("*"))
+        .map_err(|e| e.to_string())?;
+    let shared = Arc::new(Shared::default());
+    let count = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(tokio::sync::Notify::new());
+    {
+        let shared = Arc::clone(&shared);
+        let count = Arc::clone(&count);
+        let done = Arc::clone(&done);
+        let want = a.count;
+        consumer.register_listener(move |msgs, _ctx| {
+            let now = basalt_common::time::now_millis();
+            for m in msgs {
+                // End-to-end latency: from the producer's clock to now (ms
+                // resolution on both sides).
+                let lat_ms = (now - m.born_timestamp).max(0) as u64;
+                shared.record(lat_ms * 1000, m.body.len() as u64);
+            }
+            let n = count.fetch_add(msgs.len() as u64, Ordering::Relaxed) + msgs.len() as u64;
+            if want > 0 && n >= want {
+                done.notify_one();
+            }
+            ConsumeStatus::Success
+        });
+    }
+    consumer
+        .start()
+        .await
+        .map_err(|e| format!("consumer: {e}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let reporter = tokio::spawn(report(
+        Arc::clone(&shared),
+        Arc::clone(&stop),
+        "consume; latency = born to consumed",
+    ));
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_secs(a.duration)) => {}
+        _ = done.notified() => {}
+    }
+    stop.store(true, Ordering::Release);
+    let (total, bytes, errors, elapsed) = reporter.await.map_err(|e| e.to_string())?;
+    summary(&total, bytes, errors, elapsed);
+    consumer.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,424 @@
+//! `basalt produce`, `basalt consume` and `basalt admin`: operator tools on
+//! top of basalt-client.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use basalt_client::{
+    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, MessageExt, MessageQueue,
+    Producer, PullConsumer, PullStatus, PushConsumer, PushOptions, TopicConfig,
+};
+use bytes::Bytes;
+
+use crate::cli::{AdminCommand, ConsumeArgs, MessageCommand, ProduceArgs, TopicCommand};
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+pub fn produce(a: ProduceArgs) -> Result<ExitCode, String> {
+    runtime()?.block_on(async move {
+        let producer = Producer::new(a.group.clone(), ClientConfig::new(a.namesrv.clone()));
+        producer
+            .start()
+            .await
+            .map_err(|e| format!("producer: {e}"))?;
+        let make = |body: Bytes, i: u64| {
+            let mut m = Message::new(a.topic.clone(), body);
+            if let Some(t) = &a.tags {
+                m = m.with_tags(t.clone());
+            }
+            if let Some(k) = &a.keys {
+                m = m.with_key(k.replace("{i}", &i.to_string()));
+            }
+            for p in &a.property {
+                if let Some((k, v)) = p.split_once('=') {
+                    m = m.with_property(k, v);
+                }
+            }
+            if a.delay_level > 0 {
+                m = m.with_delay_level(a.delay_level);
+            }
+            m
+        };
+        let mut sent = 0u64;
+        let mut failed = 0u64;
+        let mut report = |r: Result<basalt_client::SendResult, basalt_client::ClientError>,
+                          verbose: bool| match r {
+            Ok(r) => {
+                sent += 1;
+                if verbose {
+                    println!(
+                        "{} msgId={} queue={}:{} offset={}",
+                        r.status.name(),
+                        r.msg_id,
+                        r.queue.broker_name,
+                        r.queue.queue_id,
+                        r.queue_offset
+                    );
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("send failed: {e}");
+            }
+        };
+        if a.stdin {
+            let lines: Vec<String> = std::io::stdin()
+                .lock()
+                .lines()
+                .map_while(Result::ok)
+                .collect();
+            for (i, l) in lines.into_iter().enumerate() {
+                let r = producer
+                    .send(&make(Bytes::from(l.into_bytes()), i as u64))
+                    .await;
+                report(r, true);
+            }
+        } else {
+            let verbose = a.count <= 20;
+            for i in 0..a.count {
+                let body = if let Some(b) = &a.body {
+                    Bytes::from(b.clone().into_bytes())
+                } else {
+                    let mut b = format!("message {i} ").into_bytes();
+                    b.resize(a.size.max(b.len()), b'x');
+                    Bytes::from(b)
+                };
+                let r = producer.send(&make(body, i)).await;
+                report(r, verbose);
+            }
+        }
+        println!("sent {sent}, failed {failed}");
+        producer.shutdown().await;
+        Ok(if failed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    })
+}
+
+fn print_message(m: &MessageExt, body: bool) {
+    let text = String::from_utf8_lossy(&m.body);
+    let shown: String = text.chars().take(200).collect();
+    print!(
+        "{}:{} offset={} msgId={} tags={} keys={} size={}",
+        m.broker_name,
+        m.queue_id,
+        m.queue_offset,
+        m.msg_id,
+        m.tags.as_deref().unwrap_or("-"),
+        if m.keys.is_empty() {
+            "-".to_string()
+        } else {
+            m.keys.join(" ")
+        },
+        m.body.len()
+    );
+    if body {
+        print!(" body={shown:?}");
+    }
+    println!();
+}
+
+pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
+    runtime()?.block_on(async move {
+        if let Some(q) = a.queue {
+            return consume_pull(&a, q).await;
+        }
+        let from = match a.from.as_str() {
+            "first" => ConsumeFromWhere::FirstOffset,
+            "last" => ConsumeFromWhere::LastOffset,
+            other => return Err(format!("--from {other:?}: expected first or last")),
+        };
+        let opts = PushOptions {
+            consume_from_where: from,
+            ..Default::default()
+        };
+        let consumer =
+            PushConsumer::with_options(a.group.clone(), ClientConfig::new(a.namesrv.clone()), opts);
+        consumer
+            .subscribe(&a.topic, a.tags.as_deref().unwrap_or("*"))
+            .map_err(|e| e.to_string())?;
+        let count = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(tokio::sync::Notify::new());
+        {
+            let count = Arc::clone(&count);
+            let done = Arc::clone(&done);
+            let (quiet, want, body) = (a.quiet, a.count, !a.no_body);
+            consumer.register_listener(move |msgs, _ctx| {
+                for m in msgs {
+                    if !quiet {
+                        print_message(m, body);
+                    }
+                }
+                let n = count.fetch_add(msgs.len() as u64, Ordering::Relaxed) + msgs.len() as u64;
+                if want > 0 && n >= want {
+                    done.notify_one();
+                }
+                ConsumeStatus::Success
+            });
+        }
+        consumer
+            .start()
+            .await
+            .map_err(|e| format!("consumer: {e}"))?;
+        let wait = async {
+            match a.timeout {
+                Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = done.notified() => {}
+            _ = wait => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        consumer.shutdown().await;
+        println!("consumed {}", count.load(Ordering::Relaxed));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn consume_pull(a: &ConsumeArgs, queue: i32) -> Result<ExitCode, String> {
+    let consumer = PullConsumer::new(a.group.clone(), ClientConfig::new(a.namesrv.clone()));
+    consumer
+        .start()
+        .await
+        .map_err(|e| format!("consumer: {e}"))?;
+    let queues = consumer
+        .fetch_queues(&a.topic)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mq: MessageQueue = queues
+        .into_iter()
+        .find(|q| q.queue_id == queue && a.broker.as_deref().is_none_or(|b| q.broker_name == b))
+        .ok_or_else(|| format!("topic {} has no queue {queue}", a.topic))?;
+    let mut offset = match a.offset {
+        Some(o) => o,
+        None if a.from == "last" => consumer.max_offset(&mq).await.map_err(|e| e.to_string())?,
+        None => consumer.min_offset(&mq).await.map_err(|e| e.to_string())?,
+    };
+    let mut got = 0u64;
+    let expr = a.tags.clone().unwrap_or_else(|| "*".into());
+    while a.count == 0 || got < a.count {
+        let r = consumer
+            .pull(&mq, &expr, offset, 32, Duration::from_secs(10))
+            .await
+            .map_err(|e| e.to_string())?;
+        match r.status {
+            PullStatus::Found => {
+                for m in &r.msgs {
+                    if !a.quiet {
+                        print_message(m, !a.no_body);
+                    }
+                    got += 1;
+                }
+            }
+            PullStatus::NoNewMsg => break,
+            _ => {}
+        }
+        if r.next_begin_offset == offset {
+            break;
+        }
+        offset = r.next_begin_offset;
+    }
+    println!("consumed {got}, next offset {offset}");
+    consumer.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn admin(cmd: AdminCommand, namesrv: String) -> Result<ExitCode, String> {
+    runtime()?.block_on(async move {
+        let admin = Admin::new(ClientConfig::new(namesrv));
+        let r = admin_inner(&admin, cmd).await;
+        admin.shutdown();
+        r
+    })
+}
+
+async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, String> {
+    let e = |e: basalt_client::ClientError| e.to_string();
+    match cmd {
+        AdminCommand::Topic(TopicCommand::Create {
+            topic,
+            queues,
+            perm,
+            cluster,
+            broker,
+        }) => {
+            let mut t = TopicConfig::new(topic.clone(), queues);
+            t.perm = perm;
+            match broker {
+                Some(b) => admin.create_topic(&b, &t).await.map_err(e)?,
+                None => {
+                    let on = admin
+                        .create_topic_in_cluster(&cluster, &t)
+                        .await
+                        .map_err(e)?;
+                    println!("created on {} ({cluster})", on.join(", "));
+                }
+            }
+            println!("topic {topic}: {queues} queues, perm {perm}");
+        }
+        AdminCommand::Topic(TopicCommand::List) => {
+            let mut topics = admin.topic_list().await.map_err(e)?;
+            topics.sort();
+            for t in topics {
+                println!("{t}");
+            }
+        }
+        AdminCommand::Topic(TopicCommand::Delete { topic, cluster }) => {
+            admin.delete_topic(&topic, &cluster).await.map_err(e)?;
+            println!("deleted {topic}");
+        }
+        AdminCommand::Topic(TopicCommand::Route { topic }) => {
+            let r = admin.topic_route(&topic).await.map_err(e)?;
+            for b in &r.broker_datas {
+                println!(
+                    "broker {} ({}): {:?}",
+                    b.broker_name, b.cluster, b.broker_addrs
+                );
+            }
+            for q in &r.queue_datas {
+                println!(
+                    "queues on {}: read {} write {} perm {}",
+                    q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm
+                );
+            }
+        }
+        AdminCommand::Topic(TopicCommand::Stats { topic }) => {
+            let stats = admin.topic_stats(&topic).await.map_err(e)?;
+            println!(
+                "{:<20} {:>5} {:>12} {:>12}",
+                "broker", "queue", "min", "max"
+            );
+            for s in stats {
+                println!(
+                    "{:<20} {:>5} {:>12} {:>12}",
+                    s.queue.broker_name, s.queue.queue_id, s.min_offset, s.max_offset
+                );
+            }
+        }
+        AdminCommand::Cluster => {
+            let info = admin.cluster_info().await.map_err(e)?;
+            println!(
+                "{:<16} {:<16} {:>3} {:<22} {:<12} {:>10} {:>10} replication",
+                "cluster", "broker", "id", "address", "role", "put", "get"
+            );
+            for (cluster, names) in &info.cluster_addr_table {
+                let mut names: Vec<_> = names.iter().collect();
+                names.sort();
+                for name in names {
+                    let Some(bd) = info.broker_addr_table.get(name.as_str()) else {
+                        continue;
+                    };
+                    let addrs: BTreeMap<_, _> = bd.broker_addrs.iter().collect();
+                    for (id, addr) in addrs {
+                        let rt = admin.broker_runtime_info(addr).await.unwrap_or_default();
+                        let get = |k: &str| rt.get(k).cloned().unwrap_or_else(|| "-".into());
+                        let repl = replication_summary(&rt);
+                        println!(
+                            "{:<16} {:<16} {:>3} {:<22} {:<12} {:>10} {:>10} {}",
+                            cluster,
+                            name,
+                            id,
+                            addr,
+                            get("brokerRole"),
+                            get("msgPutTotalTodayNow"),
+                            get("msgGetTotalTodayNow"),
+                            repl
+                        );
+                    }
+                }
+            }
+        }
+        AdminCommand::Broker { addr } => {
+            let rt = admin.broker_runtime_info(&addr).await.map_err(e)?;
+            for (k, v) in rt {
+                println!("{k:<32} {v}");
+            }
+        }
+        AdminCommand::Progress { group, topic } => {
+            let p = admin
+                .consume_stats(&group, topic.as_deref())
+                .await
+                .map_err(e)?;
+            println!(
+                "{:<24} {:<16} {:>5} {:>12} {:>12} {:>10}",
+                "topic", "broker", "queue", "broker-off", "consumer-off", "lag"
+            );
+            for q in &p.queues {
+                println!(
+                    "{:<24} {:<16} {:>5} {:>12} {:>12} {:>10}",
+                    q.queue.topic,
+                    q.queue.broker_name,
+                    q.queue.queue_id,
+                    q.broker_offset,
+                    q.consumer_offset,
+                    q.lag()
+                );
+            }
+            println!("total lag {}", p.total_lag());
+        }
+        AdminCommand::Message(MessageCommand::Key { topic, key }) => {
+            let msgs = admin
+                .query_message_by_key(&topic, &key, 64, 0, i64::MAX)
+                .await
+                .map_err(e)?;
+            for m in &msgs {
+                print_message(m, true);
+            }
+            println!("{} message(s)", msgs.len());
+        }
+        AdminCommand::Message(MessageCommand::Id { id }) => {
+            let m = admin.view_message(&id).await.map_err(e)?;
+            print_message(&m, true);
+            for (k, v) in m.properties.iter() {
+                println!("  {k} = {v}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One cell describing a broker's replication state from its runtime info.
+fn replication_summary(rt: &BTreeMap<String, String>) -> String {
+    let get = |k: &str| rt.get(k).map(String::as_str);
+    if let Some(role) = get("ledgerRole") {
+        return format!(
+            "ledger {} term {} end {} committed {} lag {}",
+            role,
+            get("ledgerTerm").unwrap_or("-"),
+            get("ledgerEndIndex").unwrap_or("-"),
+            get("ledgerCommittedIndex").unwrap_or("-"),
+            get("ledgerLag").unwrap_or("-")
+        );
+    }
+    if let Some(n) = get("haConnections") {
+        return format!(
+            "master: {n} slave(s), slave lag {} bytes",
+            get("slaveFallBehindBytes").unwrap_or("-")
+        );
+    }
+    if let Some(m) = get("haMasterAddr") {
+        return format!(
+            "slave of {m} ({}), lag {} bytes",
+            if get("haConnected") == Some("true") {
+                "connected"
+            } else {
+                "disconnected"
+            },
+            get("slaveFallBehindBytes").unwrap_or("-")
+        );
+    }
+    "-".into()
+}

@@ -1,0 +1,356 @@
+//! Ledger mode with real processes: three ledger-mode brokers and a
+//! NameServer on 127.0.0.1; a producer sends continuously; the leader is
+//! killed with SIGKILL; a new leader takes sends; the old one restarts and
+//! catches up; every acknowledged message is consumed exactly once in queue
+//! order; the three ledgers end identical.
+
+mod procs;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use basalt_client::{
+    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, ProducerOptions,
+    PushConsumer, PushOptions, SendStatus, TopicConfig,
+};
+use parking_lot::Mutex;
+use procs::{Proc, eventually, free_port, free_port_pair, write_conf};
+
+const TOPIC: &str = "LedgerFailover";
+
+fn client_config(ns: &str) -> ClientConfig {
+    let mut c = ClientConfig::new(ns);
+    c.poll_name_server_interval = Duration::from_millis(300);
+    c.heartbeat_interval = Duration::from_millis(500);
+    c.request_timeout = Duration::from_secs(3);
+    c
+}
+
+/// A sent message: its id, and where the broker said it went.
+#[derive(Debug, Clone)]
+struct Acked {
+    queue_id: i32,
+    queue_offset: i64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledger_group_fails_over_after_kill9_and_loses_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let ns_port = free_port();
+    let ns_addr = format!("127.0.0.1:{ns_port}");
+    let _ns = Proc::spawn(
+        "namesrv",
+        &[
+            "namesrv",
+            "--port",
+            &ns_port.to_string(),
+            "--listen",
+            "127.0.0.1",
+        ],
+        "listening on",
+        work.path(),
+    );
+    let ledger_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let broker_ports: Vec<u16> = (0..3).map(|_| free_port_pair()).collect();
+    let peers = (0..3)
+        .map(|i| format!("n{i}-127.0.0.1:{}", ledger_ports[i]))
+        .collect::<Vec<_>>()
+        .join(";");
+    let confs: Vec<_> = (0..3)
+        .map(|i| {
+            write_conf(
+                work.path(),
+                &format!("b{i}"),
+                &[
+                    ("brokerClusterName", "LC".into()),
+                    ("brokerName", "lb".into()),
+                    ("listenAddr", "127.0.0.1".into()),
+                    ("brokerIP1", "127.0.0.1".into()),
+                    ("brokerIP2", "127.0.0.1".into()),
+                    ("listenPort", broker_ports[i].to_string()),
+                    ("namesrvAddr", ns_addr.clone()),
+                    (
+                        "storePathRootDir",
+                        work.path().join(format!("store{i}")).display().to_string(),
+                    ),
+                    ("enableDLegerCommitLog", "true".into()),
+                    ("dLegerGroup", "lb".into()),
+                    ("dLegerPeers", peers.clone()),
+                    ("dLegerSelfId", format!("n{i}")),
+                    ("dLegerHeartbeatInterval", "200".into()),
+                    ("mappedFileSizeCommitLog", (4 * 1024 * 1024).to_string()),
+                    ("mappedFileSizeConsumeQueue", (20 * 10_000).to_string()),
+                    ("maxMessageSize", (64 * 1024).to_string()),
+                    ("registerNameServerPeriod", "500".into()),
+                    ("slaveSyncInterval", "500".into()),
+                ],
+            )
+        })
+        .collect();
+    let start = |i: usize| {
+        Proc::spawn(
+            &format!("broker{i}"),
+            &["broker", "-c", confs[i].to_str().unwrap()],
+            "basalt broker",
+            work.path(),
+        )
+    };
+    let mut brokers: Vec<Proc> = (0..3).map(start).collect();
+
+    // Wait for a master and create the topic on it.
+    let admin = Admin::new(client_config(&ns_addr));
+    let mut master_addr = String::new();
+    eventually(
+        "a ledger master",
+        Duration::from_secs(30),
+        async || match admin.cluster_masters("LC").await {
+            Ok(m) if !m.is_empty() => {
+                master_addr = m[0].1.clone();
+                true
+            }
+            _ => false,
+        },
+    )
+    .await;
+    admin
+        .create_topic(&master_addr, &TopicConfig::new(TOPIC, 4))
+        .await
+        .unwrap();
+
+    // One producer, no retries: every id is sent once, so an acknowledged id
+    // must exist exactly once.
+    let opts = ProducerOptions {
+        retry_times_when_send_failed: 0,
+        ..Default::default()
+    };
+    let producer = Producer::with_options("lf-producer", client_config(&ns_addr), opts);
+    producer.start().await.unwrap();
+    let acked: Arc<Mutex<BTreeMap<u64, Acked>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = {
+        let (producer, acked, stop) = (producer.clone(), Arc::clone(&acked), Arc::clone(&stop));
+        tokio::spawn(async move {
+            let mut id = 0u64;
+            let mut ack_times = Vec::new();
+            while !stop.load(Ordering::Acquire) {
+                let m = Message::new(TOPIC, format!("id-{id:08}").into_bytes()).with_tags("F");
+                if let Ok(r) = producer.send(&m).await {
+                    if r.status == SendStatus::SendOk {
+                        acked.lock().insert(
+                            id,
+                            Acked {
+                                queue_id: r.queue.queue_id,
+                                queue_offset: r.queue_offset,
+                            },
+                        );
+                        ack_times.push(Instant::now());
+                    }
+                } else {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                id += 1;
+            }
+            ack_times
+        })
+    };
+
+    eventually(
+        "500 acknowledged sends",
+        Duration::from_secs(60),
+        async || acked.lock().len() >= 500,
+    )
+    .await;
+    // Kill the leader.
+    let leader = (0..3)
+        .find(|i| master_addr.ends_with(&format!(":{}", broker_ports[*i])))
+        .expect("the master is one of ours");
+    brokers[leader].kill9();
+    // Measured from when the process is gone (kill9 waits for it).
+    let killed_at = Instant::now();
+    let before = acked.lock().len();
+
+    eventually(
+        "sends to succeed again after the kill",
+        Duration::from_secs(30),
+        async || acked.lock().len() >= before + 200,
+    )
+    .await;
+
+    // The old leader comes back and catches up while sends go on.
+    brokers[leader] = start(leader);
+    let n = acked.lock().len();
+    eventually(
+        "more sends after the restart",
+        Duration::from_secs(30),
+        async || acked.lock().len() >= n + 300,
+    )
+    .await;
+    stop.store(true, Ordering::Release);
+    let ack_times = sender.await.unwrap();
+    let failover = ack_times
+        .iter()
+        .find(|t| **t > killed_at)
+        .map(|t| t.duration_since(killed_at))
+        .unwrap();
+    eprintln!("fail-over: kill -9 of the leader to the next acknowledged send took {failover:?}");
+    producer.shutdown().await;
+
+    // Consume everything from the first offset.
+    let acked = acked.lock().clone();
+    let received: Arc<Mutex<HashMap<u64, Vec<(i32, i64)>>>> = Arc::default();
+    let consumer = PushConsumer::with_options(
+        "lf-consumer",
+        client_config(&ns_addr),
+        PushOptions {
+            consume_from_where: ConsumeFromWhere::FirstOffset,
+            ..Default::default()
+        },
+    );
+    consumer.subscribe(TOPIC, "*").unwrap();
+    {
+        let received = Arc::clone(&received);
+        consumer.register_listener(move |msgs, _| {
+            let mut r = received.lock();
+            for m in msgs {
+                let id: u64 = std::str::from_utf8(&m.body[3..]).unwrap().parse().unwrap();
+                r.entry(id).or_default().push((m.queue_id, m.queue_offset));
+            }
+            ConsumeStatus::Success
+        });
+    }
+    consumer.start().await.unwrap();
+    eventually(
+        "every acknowledged message to be consumed",
+        Duration::from_secs(60),
+        async || {
+            let r = received.lock();
+            acked.keys().all(|id| r.contains_key(id))
+        },
+    )
+    .await;
+    // A little longer, so duplicates would show.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    consumer.shutdown().await;
+    let received = received.lock().clone();
+    for (id, a) in &acked {
+        let got = &received[id];
+        assert_eq!(
+            got.len(),
+            1,
+            "acknowledged message {id} consumed {} times",
+            got.len()
+        );
+        assert_eq!(
+            got[0],
+            (a.queue_id, a.queue_offset),
+            "message {id} is where the send said"
+        );
+    }
+    for (id, got) in &received {
+        assert!(got.len() <= 1, "message {id} consumed {} times", got.len());
+    }
+    // Per queue, queue offsets follow the order of sending.
+    let mut by_queue: BTreeMap<i32, Vec<(i64, u64)>> = BTreeMap::new();
+    for (id, got) in &received {
+        by_queue.entry(got[0].0).or_default().push((got[0].1, *id));
+    }
+    for (q, mut v) in by_queue {
+        v.sort();
+        for w in v.windows(2) {
+            assert!(
+                w[0].1 < w[1].1,
+                "queue {q}: id {} at offset {} after id {} at {}",
+                w[1].1,
+                w[1].0,
+                w[0].1,
+                w[0].0
+            );
+            assert_eq!(w[1].0, w[0].0 + 1, "queue {q}: offsets without gaps");
+        }
+    }
+    // The restarted member catches up: all three have the same ledger end.
+    let addrs: Vec<String> = broker_ports
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    let mut last_seen = Vec::new();
+    let caught_up = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let mut ends = Vec::new();
+            for a in &addrs {
+                let rt = admin.broker_runtime_info(a).await.unwrap_or_default();
+                ends.push((
+                    rt.get("ledgerEndIndex").cloned().unwrap_or_default(),
+                    rt.get("ledgerCommittedIndex").cloned().unwrap_or_default(),
+                ));
+            }
+            if ends
+                .iter()
+                .all(|e| *e == ends[0] && e.0 == e.1 && !e.0.is_empty())
+            {
+                return;
+            }
+            last_seen = ends;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    if caught_up.is_err() {
+        let log = std::fs::read_to_string(&brokers[leader].log).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        panic!(
+            "members did not converge: (end, committed) = {last_seen:?}; restarted broker log tail:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    admin.shutdown();
+
+    // Stop everything cleanly; the three ledgers are identical.
+    for b in brokers.iter_mut() {
+        b.stop();
+    }
+    let reports: Vec<_> = (0..3)
+        .map(|i| {
+            let dir = work
+                .path()
+                .join(format!("store{i}"))
+                .join(format!("dledger-n{i}"));
+            (dir.clone(), basalt_ledger::check_ledger_dir(&dir).unwrap())
+        })
+        .collect();
+    for (dir, r) in &reports {
+        assert!(r.is_ok(), "{}: {r}", dir.display());
+    }
+    let (end, last) = (reports[0].1.end_pos, reports[0].1.last_index);
+    for (dir, r) in &reports {
+        assert_eq!(
+            (r.end_pos, r.last_index),
+            (end, last),
+            "{} differs",
+            dir.display()
+        );
+    }
+    let data = |dir: &std::path::Path| {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            out.extend(std::fs::read(f).unwrap());
+        }
+        out.truncate(end as usize);
+        out
+    };
+    let first = data(&reports[0].0);
+    for (dir, _) in &reports[1..] {
+        assert!(
+            data(dir) == first,
+            "ledger data of {} differs",
+            dir.display()
+        );
+    }
+}
