@@ -26,7 +26,7 @@ impl ClientInstance {
         group: &str,
         mq: &MessageQueue,
     ) -> Result<Option<i64>> {
-        let addr = self.master_of(mq).await?;
+        let addr = self.master_or_member_of(mq).await?;
         let header = QueryConsumerOffsetRequestHeader {
             consumer_group: group.to_string(),
             topic: mq.topic.clone(),
@@ -55,7 +55,7 @@ impl ClientInstance {
         offset: i64,
         oneway: bool,
     ) -> Result<()> {
-        let addr = self.master_of(mq).await?;
+        let addr = self.master_or_member_of(mq).await?;
         let header = UpdateConsumerOffsetRequestHeader {
             consumer_group: group.to_string(),
             topic: mq.topic.clone(),
@@ -76,7 +76,7 @@ impl ClientInstance {
 
     /// GET_MAX_OFFSET: the queue's next offset to be written.
     pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master_of(mq).await?;
+        let addr = self.master_or_member_of(mq).await?;
         let header = GetMaxOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -93,7 +93,7 @@ impl ClientInstance {
 
     /// GET_MIN_OFFSET: the queue's smallest offset still stored.
     pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master_of(mq).await?;
+        let addr = self.master_or_member_of(mq).await?;
         let header = GetMinOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -110,7 +110,7 @@ impl ClientInstance {
     /// SEARCH_OFFSET_BY_TIMESTAMP (lower boundary): the first offset whose
     /// message was stored at or after `timestamp_ms`.
     pub async fn search_offset(&self, mq: &MessageQueue, timestamp_ms: i64) -> Result<i64> {
-        let addr = self.master_of(mq).await?;
+        let addr = self.master_or_member_of(mq).await?;
         let header = SearchOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -128,7 +128,7 @@ impl ClientInstance {
 
     /// GET_EARLIEST_MSG_STORETIME: store time of the queue's oldest message.
     pub async fn earliest_msg_store_time(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master_of(mq).await?;
+        let addr = self.master_or_member_of(mq).await?;
         let header = GetEarliestMsgStoretimeRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,

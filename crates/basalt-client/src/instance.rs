@@ -483,6 +483,22 @@ impl ClientInstance {
             })
     }
 
+    /// The master of a queue's broker group or, when the group has none (its
+    /// master is down), any member: Java's offset store reads and writes
+    /// consumer offsets at a slave then (`findBrokerAddressInSubscribe` with
+    /// `onlyThisBroker` false after a route refresh).
+    pub(crate) async fn master_or_member_of(&self, mq: &MessageQueue) -> Result<String> {
+        if let Some(a) = self.master_addr(&mq.broker_name) {
+            return Ok(a);
+        }
+        let _ = self.update_route(&mq.topic).await;
+        self.find_broker(&mq.broker_name, MASTER_ID, false)
+            .map(|b| b.addr)
+            .ok_or_else(|| ClientError::BrokerNotFound {
+                broker_name: mq.broker_name.clone(),
+            })
+    }
+
     /// The broker to pull a queue from: the node the last pull response
     /// suggested (master by default), else any member of the group.
     pub(crate) async fn pull_target(&self, mq: &MessageQueue) -> Result<FoundBroker> {
