@@ -4,7 +4,7 @@
 //! never crash, shut down cleanly, and leave a store that `basalt store
 //! check` accepts.
 
-mod common;
+mod standalone;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -17,7 +17,7 @@ use basalt_remoting::header::{
 };
 use basalt_remoting::{RemotingCommand, SerializeType};
 
-use common::Standalone;
+use standalone::Standalone;
 
 const IO_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -539,6 +539,6 @@ fn hostile_frames_hurt_only_their_own_connection() {
     assert!(broker.is_running(), "the broker survived");
     drop((good, c, hanging, ns_good));
     broker.stop();
-    let (ok, report) = common::store_check(&data);
+    let (ok, report) = standalone::store_check(&data);
     assert!(ok, "store check after hostile input:\n{report}");
 }

@@ -15,7 +15,7 @@
 
 #![recursion_limit = "256"]
 
-mod common;
+mod standalone;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,7 +42,7 @@ use rocketmq_model::result::{SendResult, SendStatus};
 use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 use tokio::sync::Notify;
 
-use common::{Standalone, left};
+use standalone::{Standalone, left};
 
 /// The client's own task runtime, shared by the tests of this binary (the
 /// way the client's examples and tests build it).
