@@ -65,7 +65,7 @@ impl RequestProcessor for BrokerProcessor {
                 response::NO_PERMISSION,
                 "transactional messages are not supported by this broker",
             ),
-            request::UPDATE_AND_CREATE_TOPIC => admin::create_topic(b, &req),
+            request::UPDATE_AND_CREATE_TOPIC => admin::create_topic(b, &req).await,
             request::DELETE_TOPIC_IN_BROKER => admin::delete_topic(b, &req),
             request::GET_ALL_TOPIC_CONFIG => admin::all_topic_config(b),
             request::GET_TOPIC_CONFIG => admin::topic_config(b, &req),
