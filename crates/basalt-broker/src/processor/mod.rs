@@ -50,7 +50,7 @@ impl RequestProcessor for BrokerProcessor {
             | request::SEND_REPLY_MESSAGE_V2 => send::send(b, channel, &req).await,
             request::CONSUMER_SEND_MSG_BACK => send::send_back(b, channel, &req).await,
             request::PULL_MESSAGE | request::LITE_PULL_MESSAGE => pull::pull(b, &req).await,
-            request::HEART_BEAT => client::heartbeat(b, channel, &req),
+            request::HEART_BEAT => client::heartbeat(b, channel, &req).await,
             request::UNREGISTER_CLIENT => client::unregister_client(b, channel, &req),
             request::GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(b, &req),
             request::QUERY_CONSUMER_OFFSET => client::query_consumer_offset(b, &req),
