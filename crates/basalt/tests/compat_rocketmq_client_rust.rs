@@ -39,6 +39,10 @@ use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_queue::MessageQueue;
 use rocketmq_model::common::message::message_single::Message;
 use rocketmq_model::result::{SendResult, SendStatus};
+use rocketmq_protocol::protocol::SerializeType;
+use rocketmq_protocol::protocol::remoting_command_defaults::{
+    RemotingCommandDefaults, RemotingCommandFactory,
+};
 use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 use tokio::sync::Notify;
 
@@ -57,13 +61,20 @@ static CLIENT_RUNTIME_OWNER: LazyLock<RuntimeOwner> = LazyLock::new(|| {
 });
 
 fn client_runtime(scope: &str) -> Arc<ClientRuntime> {
+    client_runtime_with(scope, RemotingCommandDefaults::default())
+}
+
+/// A client runtime whose requests carry `defaults`: the header encoding
+/// (JSON or the binary ROCKETMQ form) and the protocol version it reports.
+fn client_runtime_with(scope: &str, defaults: RemotingCommandDefaults) -> Arc<ClientRuntime> {
     client_logging();
-    ClientRuntime::try_new(
+    ClientRuntime::try_new_with_remoting_command_factory(
         CLIENT_RUNTIME_OWNER
             .root_context()
             .component(rocketmq_runtime::ScopeId::try_from(scope.to_string()).expect("scope id")),
         ClientRuntimeConfig::default(),
         TelemetryHandle::noop(),
+        RemotingCommandFactory::new(defaults),
     )
     .expect("client runtime")
 }
@@ -86,7 +97,15 @@ fn client_logging() {
 }
 
 async fn start_producer(broker: &Standalone, group: &str) -> DefaultMQProducer {
-    let mut p = DefaultMQProducer::builder(client_runtime(group))
+    start_producer_with(broker, group, RemotingCommandDefaults::default()).await
+}
+
+async fn start_producer_with(
+    broker: &Standalone,
+    group: &str,
+    wire: RemotingCommandDefaults,
+) -> DefaultMQProducer {
+    let mut p = DefaultMQProducer::builder(client_runtime_with(group, wire))
         .producer_group(group.to_string())
         .name_server_addr(broker.namesrv_addr())
         .send_msg_timeout(10_000)
@@ -248,7 +267,21 @@ async fn start_push_consumer(
     inbox: Arc<Inbox>,
     consumer_no: usize,
 ) -> DefaultMQPushConsumer {
-    let mut c = DefaultMQPushConsumer::builder(client_runtime(&format!("{group}-{consumer_no}")))
+    let wire = RemotingCommandDefaults::default();
+    start_push_consumer_with(broker, group, topic, from, inbox, consumer_no, wire).await
+}
+
+async fn start_push_consumer_with(
+    broker: &Standalone,
+    group: &str,
+    topic: &str,
+    from: ConsumeFromWhere,
+    inbox: Arc<Inbox>,
+    consumer_no: usize,
+    wire: RemotingCommandDefaults,
+) -> DefaultMQPushConsumer {
+    let scope = format!("{group}-{consumer_no}");
+    let mut c = DefaultMQPushConsumer::builder(client_runtime_with(&scope, wire))
         .name_server_addr(broker.namesrv_addr())
         .consumer_group(group.to_string())
         .consume_from_where(from)
@@ -638,7 +671,8 @@ const TOPIC_QUEUES: usize = 8;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_send_modes_and_push_consumer_exactly_once() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let broker = Standalone::start(&dir.path().join("data"), &[]);
+    let data = dir.path().join("data");
+    let mut broker = Standalone::start(&data, &[]);
     let topic = "CompatSendModes";
     let mut producer = start_producer(&broker, "compat-pg-modes").await;
     create_topic(&mut producer, topic, TOPIC_QUEUES).await;
@@ -713,6 +747,10 @@ async fn producer_send_modes_and_push_consumer_exactly_once() {
     assert_exactly_once(&got, &sent);
     assert_queues_dense(&got, &max_offsets);
     assert_acks_match(&got, &acks, mode_of);
+    // A clean stop leaves a store that checks out record by record.
+    broker.stop();
+    let (ok, report) = standalone::store_check(&data);
+    assert!(ok, "store check after 10,000 messages:\n{report}");
 }
 
 /// How messages 0..10,000 of the first case are sent.
@@ -826,6 +864,9 @@ async fn consumer_resumes_at_committed_offset_after_broker_restart() {
     // Offsets continue where they were: the first message after the restart
     // in each queue sits right after the ones consumed before it.
     assert_acks_match(&got, &acks_after, |_| "sync");
+    broker.stop();
+    let (ok, report) = standalone::store_check(&broker.data);
+    assert!(ok, "store check after the restart:\n{report}");
 }
 
 /// Case 4: two consumers of one group split the 8 queues; every message
@@ -922,11 +963,47 @@ async fn two_consumers_in_one_group_split_the_queues() {
         inbox.snapshot().len() - baseline,
         sent.len()
     );
-    let probe = Probe::new(&broker);
+    let split: Vec<Received> = inbox
+        .snapshot()
+        .into_iter()
+        .filter(|r| !r.body.starts_with("probe-"))
+        .collect();
+    assert_exactly_once(&split, &sent);
+    assert_acks_match(&split, &acks, |_| "sync");
+    let by_first = split.iter().filter(|r| r.consumer == 1).count();
+    let by_second = split.iter().filter(|r| r.consumer == 2).count();
+    assert!(
+        by_first > 0 && by_second > 0,
+        "split {by_first}/{by_second}"
+    );
+    // Each queue's messages went to the consumer that owned it.
+    for r in &split {
+        assert!(
+            owners[&r.queue_id].contains(&r.consumer),
+            "queue {} message reached consumer {}",
+            r.queue_id,
+            r.consumer
+        );
+    }
+
+    // The first consumer leaves (committing its offsets, unregistering);
+    // the broker tells the second, which takes over every queue where the
+    // first stopped: the next messages all reach it, none twice.
     shutdown_push_consumer(first).await;
+    let later: HashMap<String, Expected> = (2000..2400)
+        .map(|i| (body_of(i, "sync"), expected(i, "sync")))
+        .collect();
+    let later_acks = send_in_mode(&producer, topic, 2000..2400, "sync").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let all = inbox
+        .wait_until(deadline, |got| {
+            got.iter().filter(|r| later.contains_key(&r.body)).count() >= later.len()
+        })
+        .await;
+    assert!(all, "the remaining consumer did not take over every queue");
     shutdown_push_consumer(second).await;
     shutdown_producer(producer).await;
-    probe
+    Probe::new(&broker)
         .wait_committed_to_max(group, topic, TOPIC_QUEUES as i32, commit_deadline())
         .await;
 
@@ -935,23 +1012,19 @@ async fn two_consumers_in_one_group_split_the_queues() {
         .into_iter()
         .filter(|r| !r.body.starts_with("probe-"))
         .collect();
-    assert_exactly_once(&got, &sent);
-    assert_acks_match(&got, &acks, |_| "sync");
-    let by_first = got.iter().filter(|r| r.consumer == 1).count();
-    let by_second = got.iter().filter(|r| r.consumer == 2).count();
+    let mut everything = sent.clone();
+    everything.extend(later.clone());
+    assert_exactly_once(&got, &everything);
+    let taken_over: Vec<Received> = got
+        .iter()
+        .filter(|r| later.contains_key(&r.body))
+        .cloned()
+        .collect();
     assert!(
-        by_first > 0 && by_second > 0,
-        "split {by_first}/{by_second}"
+        taken_over.iter().all(|r| r.consumer == 2),
+        "a message reached the consumer that left"
     );
-    // Each queue's messages went to the consumer that owned it.
-    for r in &got {
-        assert!(
-            owners[&r.queue_id].contains(&r.consumer),
-            "queue {} message reached consumer {}",
-            r.queue_id,
-            r.consumer
-        );
-    }
+    assert_acks_match(&taken_over, &later_acks, |_| "sync");
 }
 
 /// Case 5: a lite pull consumer, assigned one queue and positioned at an
@@ -1320,6 +1393,25 @@ async fn admin_lookups_and_a_delayed_message() {
         "earliest store time {earliest} vs {before}"
     );
 
+    // A send to a topic nobody created auto-creates it from TBW102 with
+    // the producer's default queue count (as RocketMQ does, at most
+    // TBW102's own count), routable for the next sends.
+    let r = producer
+        .send_with_timeout(message("CompatAutoCreated", 0, "sync"), 10_000)
+        .await
+        .expect("send to a new topic")
+        .expect("send result");
+    assert_eq!(r.send_status, SendStatus::SendOk);
+    let auto_queues = producer
+        .fetch_publish_message_queues("CompatAutoCreated")
+        .await
+        .expect("route of the auto-created topic");
+    assert_eq!(
+        auto_queues.len(),
+        producer.default_topic_queue_nums() as usize,
+        "queues of the auto-created topic: {auto_queues:?}"
+    );
+
     // A delayed message (level 2 = 1 s here) through a lite pull consumer.
     let delayed = Message::builder()
         .topic(topic)
@@ -1363,4 +1455,63 @@ async fn admin_lookups_and_a_delayed_message() {
         arrived_after >= Duration::from_millis(900),
         "delivered before its delay: {arrived_after:?}"
     );
+}
+
+/// The send/consume round trip again with a client that encodes its
+/// headers in the binary ROCKETMQ form and reports an old protocol version
+/// (V4_5_2 = 317, what rocketmq-client-go sends): the broker must decode
+/// binary headers, and the NameServer answers such clients with fastjson's
+/// bare numeric map keys in route bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_headers_from_an_old_client_version() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let broker = Standalone::start(&dir.path().join("data"), &[]);
+    let wire = RemotingCommandDefaults::new(317, SerializeType::ROCKETMQ);
+    let topic = "CompatBinary";
+    let group = "compat-cg-binary";
+    let mut producer = start_producer_with(&broker, "compat-pg-binary", wire).await;
+    create_topic(&mut producer, topic, 4).await;
+    let mut sent = HashMap::new();
+    let mut acks = Vec::new();
+    for (mode, range) in [
+        ("sync", 0..300),
+        ("async", 300..600),
+        ("oneway", 600..700),
+        ("batch", 700..1000),
+    ] {
+        for i in range.clone() {
+            sent.insert(body_of(i, mode), expected(i, mode));
+        }
+        acks.extend(send_in_mode(&producer, topic, range, mode).await);
+    }
+    let inbox = Arc::new(Inbox::default());
+    let consumer = start_push_consumer_with(
+        &broker,
+        group,
+        topic,
+        ConsumeFromWhere::ConsumeFromFirstOffset,
+        inbox.clone(),
+        0,
+        wire,
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let all = inbox
+        .wait_until(deadline, |got| got.len() >= sent.len())
+        .await;
+    assert!(all, "received {} of {}", inbox.snapshot().len(), sent.len());
+    shutdown_push_consumer(consumer).await;
+    shutdown_producer(producer).await;
+    Probe::new(&broker)
+        .wait_committed_to_max(group, topic, 4, commit_deadline())
+        .await;
+    let got = inbox.snapshot();
+    assert_exactly_once(&got, &sent);
+    let mode_of = |i: usize| match i {
+        0..300 => "sync",
+        300..600 => "async",
+        600..700 => "oneway",
+        _ => "batch",
+    };
+    assert_acks_match(&got, &acks, mode_of);
 }
