@@ -1059,6 +1059,8 @@ async fn lite_pull_consumer_reads_a_queue_from_an_offset() {
     let consumer = DefaultLitePullConsumer::builder(client_runtime("compat-lite"))
         .consumer_group("compat-cg-lite")
         .name_server_addr(broker.namesrv_addr())
+        .broker_suspend_max_time_millis(1000)
+        .consumer_timeout_millis_when_suspend(5000)
         .pull_batch_size(16)
         .poll_timeout_millis(1000)
         .auto_commit(false)
@@ -1429,6 +1431,10 @@ async fn admin_lookups_and_a_delayed_message() {
     let consumer = DefaultLitePullConsumer::builder(client_runtime("compat-lookup-lite"))
         .consumer_group("compat-cg-lookup")
         .name_server_addr(broker.namesrv_addr())
+        // Its shutdown waits for the pull parked at the broker (long
+        // polling): keep that short.
+        .broker_suspend_max_time_millis(1000)
+        .consumer_timeout_millis_when_suspend(5000)
         .poll_timeout_millis(500)
         .auto_commit(false)
         .build()
