@@ -57,12 +57,14 @@ async fn setup() -> Setup {
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = BrokerConfig::default();
-    cfg.store_path_root_dir = dir.path().to_path_buf();
-    cfg.listen_addr = "127.0.0.1".parse().unwrap();
-    cfg.listen_port = 0;
-    cfg.namesrv_addr = Some(ns.local_addr().to_string());
-    cfg.mapped_file_size_commit_log = 1024 * 1024;
+    let cfg = BrokerConfig {
+        store_path_root_dir: dir.path().to_path_buf(),
+        listen_addr: "127.0.0.1".parse().unwrap(),
+        listen_port: 0,
+        namesrv_addr: Some(ns.local_addr().to_string()),
+        mapped_file_size_commit_log: 1024 * 1024,
+        ..Default::default()
+    };
     let broker = basalt_broker::start(cfg).await.unwrap();
     Setup {
         _dir: dir,

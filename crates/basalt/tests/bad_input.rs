@@ -25,7 +25,7 @@ const IO_DEADLINE: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 enum Outcome {
     /// It answered with this command.
-    Reply(RemotingCommand),
+    Reply(Box<RemotingCommand>),
     /// It closed the connection (EOF or reset).
     Closed,
     /// Nothing within the deadline, connection still open.
@@ -102,7 +102,9 @@ impl Raw {
         if let Err(o) = self.read_exact_or_closed(&mut frame, deadline) {
             panic!("broker sent a truncated frame ({o:?})");
         }
-        Outcome::Reply(decode_frame(frame.into()).expect("broker frames decode"))
+        Outcome::Reply(Box::new(
+            decode_frame(frame.into()).expect("broker frames decode"),
+        ))
     }
 
     /// Sends a well-formed request and returns the response to it.
@@ -115,7 +117,7 @@ impl Raw {
             Outcome::Reply(r) => {
                 assert_eq!(r.opaque, cmd.opaque, "response echoes the opaque");
                 assert_eq!(r.flag & 1, 1, "response flag");
-                r
+                *r
             }
             other => panic!("no response to code {}: {other:?}", cmd.code),
         }
@@ -251,7 +253,7 @@ fn expect_error_reply(o: Outcome, what: &str) -> RemotingCommand {
         Outcome::Reply(r) => {
             assert_ne!(r.code, response::SUCCESS, "{what}: must not succeed");
             assert_eq!(r.flag & 1, 1, "{what}: a response");
-            r
+            *r
         }
         other => panic!("{what}: expected an error response, got {other:?}"),
     }

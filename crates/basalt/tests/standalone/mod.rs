@@ -170,10 +170,10 @@ impl Standalone {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
                         let _ = log_out.write_all(line.as_bytes());
-                        if line.contains("basalt standalone ready") {
-                            if let Some(tx) = tx.take() {
-                                let _ = tx.send(());
-                            }
+                        if line.contains("basalt standalone ready")
+                            && let Some(tx) = tx.take()
+                        {
+                            let _ = tx.send(());
                         }
                     }
                 }
@@ -251,10 +251,11 @@ impl Standalone {
     /// With BASALT_TEST_LOG_DIR set, copies the current log there (the
     /// temporary directory goes away with the test).
     fn keep_log(&self) {
-        if let Some(keep) = std::env::var_os("BASALT_TEST_LOG_DIR") {
-            if let Some(name) = self.log.file_name() {
-                let _ = std::fs::copy(&self.log, Path::new(&keep).join(name));
-            }
+        if let (Some(keep), Some(name)) = (
+            std::env::var_os("BASALT_TEST_LOG_DIR"),
+            self.log.file_name(),
+        ) {
+            let _ = std::fs::copy(&self.log, Path::new(&keep).join(name));
         }
     }
 
