@@ -10,8 +10,17 @@
 //!    and commits its offsets;
 //! 3. after a clean broker restart a new consumer of the same group resumes at
 //!    the committed offsets;
-//! 4. two consumers of one group split the queues;
+//! 4. two consumers of one group split the queues (and one takes over all
+//!    of them when the other leaves);
 //! 5. a lite pull consumer reads one queue from a given offset.
+//!
+//! Beyond those: tag filters and a retry through `%RETRY%`, orderly
+//! consumption, the producer's admin lookups, a delayed message, topic
+//! auto-creation, and the round trip with binary (ROCKETMQ) headers from a
+//! client that reports an old protocol version.
+//!
+//! COMPAT_CLIENT_LOG=<filter> shows the client's own logs;
+//! BASALT_TEST_LOG_DIR=<dir> keeps the brokers' logs.
 
 #![recursion_limit = "256"]
 
