@@ -42,7 +42,10 @@ fn is_system_topic(broker: &Broker, topic: &str) -> bool {
         || topic == broker.config.broker_name
 }
 
-pub fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+/// UPDATE_AND_CREATE_TOPIC. Answers after the NameServers have the new
+/// topic config (as RocketMQ registers synchronously here), so the caller
+/// can route to the topic as soon as it hears back.
+pub async fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
     let h = match CreateTopicRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -74,7 +77,7 @@ pub fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComm
         _ => TopicFilterType::SingleTag,
     };
     broker.topics.update(t);
-    broker.register_soon();
+    broker.register_with_namesrvs().await;
     ok()
 }
 

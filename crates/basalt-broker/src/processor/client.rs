@@ -31,7 +31,9 @@ fn offset_response(offset: i64) -> RemotingCommand {
     ok().with_ext(OffsetResponseHeader { offset }.to_ext())
 }
 
-pub fn heartbeat(
+/// HEART_BEAT. A group's first heartbeat creates its retry topic, which is
+/// registered with the NameServers before the answer (as in RocketMQ).
+pub async fn heartbeat(
     broker: &Arc<Broker>,
     channel: &Channel,
     req: &RemotingCommand,
@@ -56,7 +58,7 @@ pub fn heartbeat(
                     g.retry_queue_nums.max(1),
                     perm::READ | perm::WRITE,
                 );
-                broker.register_soon();
+                broker.register_with_namesrvs().await;
             }
         }
         let changed = broker.clients.register_consumer(

@@ -28,9 +28,25 @@ fn is_not_allowed_send_topic(topic: &str) -> bool {
     )
 }
 
+/// A group's retry or dead-letter topic, created (read-write) if missing.
+/// A new one is registered with the NameServers before going on, as
+/// RocketMQ's createTopicInSendMessageBackMethod does.
+async fn ensure_group_topic(broker: &Arc<Broker>, topic: &str, queues: i32) -> TopicConfig {
+    if let Some(t) = broker.topics.get(topic) {
+        return t;
+    }
+    let t = broker
+        .topics
+        .create_if_missing(topic, queues, perm::READ | perm::WRITE);
+    broker.register_with_namesrvs().await;
+    t
+}
+
 /// Validation common to single and batch sends; returns the topic config
-/// and the queue id to use.
-fn check_send(
+/// and the queue id to use. A topic it auto-creates is registered with the
+/// NameServers before it returns, as in RocketMQ, so the producer can route
+/// to it as soon as its send is answered.
+async fn check_send(
     broker: &Arc<Broker>,
     h: &SendMessageRequestHeader,
     body_len: usize,
@@ -97,7 +113,7 @@ fn check_send(
             };
             match created {
                 Some(t) => {
-                    broker.register_soon();
+                    broker.register_with_namesrvs().await;
                     t
                 }
                 None => {
@@ -249,7 +265,7 @@ pub async fn send(
     if batch {
         return send_batch(broker, channel, &h, &req.body).await;
     }
-    let (topic_cfg, mut queue_id) = match check_send(broker, &h, req.body.len()) {
+    let (topic_cfg, mut queue_id) = match check_send(broker, &h, req.body.len()).await {
         Ok(v) => v,
         Err(resp) => return resp,
     };
@@ -280,10 +296,7 @@ pub async fn send(
         let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
         if reconsume_times >= max {
             let dlq = basalt_common::topic::dlq_topic(group);
-            broker
-                .topics
-                .create_if_missing(&dlq, 1, perm::READ | perm::WRITE);
-            broker.register_soon();
+            ensure_group_topic(broker, &dlq, 1).await;
             props = properties::without(&props, &[property::DELAY]);
             topic = dlq;
             queue_id = 0;
@@ -347,7 +360,7 @@ async fn send_batch(
         Err(e) => return error(response::MESSAGE_ILLEGAL, format!("bad batch body: {e}")),
     };
     let largest = entries.iter().map(|e| e.body.len()).max().unwrap_or(0);
-    let (topic_cfg, queue_id) = match check_send(broker, h, largest) {
+    let (topic_cfg, queue_id) = match check_send(broker, h, largest).await {
         Ok(v) => v,
         Err(resp) => return resp,
     };
@@ -454,18 +467,11 @@ pub async fn send_back(
     let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
     let (topic, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
         let dlq = basalt_common::topic::dlq_topic(&h.group);
-        broker
-            .topics
-            .create_if_missing(&dlq, 1, perm::READ | perm::WRITE);
-        broker.register_soon();
+        ensure_group_topic(broker, &dlq, 1).await;
         (dlq, 0, 0)
     } else {
         let retry = basalt_common::topic::retry_topic(&h.group);
-        let t = broker.topics.create_if_missing(
-            &retry,
-            g.retry_queue_nums.max(1),
-            perm::READ | perm::WRITE,
-        );
+        let t = ensure_group_topic(broker, &retry, g.retry_queue_nums.max(1)).await;
         let qid = rand::rng().random_range(0..t.write_queue_nums.max(1));
         let level = if h.delay_level == 0 {
             3 + reconsume
