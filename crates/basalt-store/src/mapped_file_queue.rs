@@ -369,6 +369,7 @@ impl MappedFileQueue {
         force: bool,
         max_files: usize,
         interval: Duration,
+        keep_from: i64,
     ) -> Result<usize> {
         let files = self.files();
         if files.len() <= 1 {
@@ -377,7 +378,7 @@ impl MappedFileQueue {
         let now = SystemTime::now();
         let mut victims = Vec::new();
         for f in &files[..files.len() - 1] {
-            if victims.len() >= max_files {
+            if victims.len() >= max_files || f.start_offset() + self.file_size() as i64 > keep_from {
                 break;
             }
             let expired = match f.last_modified() {
@@ -672,7 +673,7 @@ mod tests {
                 .unwrap();
         }
         let n = q
-            .delete_expired_by_time(Duration::ZERO, true, 10, Duration::ZERO)
+            .delete_expired_by_time(Duration::ZERO, true, 10, Duration::ZERO, i64::MAX)
             .unwrap();
         assert_eq!(n, 2);
         assert_eq!(q.file_count(), 1);

@@ -338,6 +338,7 @@ pub fn start_cleanup_service(
     commit_log: Arc<CommitLog>,
     queues: Arc<ConsumeQueueTable>,
     index: Option<Arc<IndexService>>,
+    dispatch: Arc<crate::dispatch::DispatchService>,
 ) -> ServiceThread {
     let wake = Arc::new(Signal::new());
     let stop_wake = Arc::clone(&wake);
@@ -348,7 +349,13 @@ pub fn start_cleanup_service(
             if stop.load(Ordering::Acquire) {
                 return;
             }
-            if let Err(e) = clean_once(&commit_log, &queues, index.as_deref(), false) {
+            if let Err(e) = clean_once(
+                &commit_log,
+                &queues,
+                index.as_deref(),
+                dispatch.dispatched(),
+                false,
+            ) {
                 tracing::error!(error = %e, "cleanup failed");
             }
         }
@@ -356,11 +363,16 @@ pub fn start_cleanup_service(
 }
 
 /// One cleanup round. With `force`, expired-or-not does not matter (manual
-/// cleanup by an operator). Returns the CommitLog files deleted.
+/// cleanup by an operator). Files holding records at or past `dispatched`
+/// are kept whatever their age: their ConsumeQueue units are not written
+/// yet, and deleting them would lose those messages for consumers and leave
+/// the queues short of the offsets producers were given. Returns the
+/// CommitLog files deleted.
 pub fn clean_once(
     commit_log: &CommitLog,
     queues: &ConsumeQueueTable,
     index: Option<&IndexService>,
+    dispatched: i64,
     force: bool,
 ) -> crate::error::Result<usize> {
     let cfg = commit_log.config();
@@ -381,6 +393,7 @@ pub fn clean_once(
             force,
             cfg.delete_files_batch_max,
             cfg.delete_commit_log_files_interval,
+            dispatched,
         )?;
     }
     let min = commit_log.min_offset();

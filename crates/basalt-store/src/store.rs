@@ -275,16 +275,17 @@ impl MessageStore {
             Arc::clone(&checkpoint),
             Arc::clone(&health),
         );
-        let cleanup = services::start_cleanup_service(
-            Arc::clone(&commit_log),
-            Arc::clone(&consume_queues),
-            index,
-        );
         let dispatch = Arc::new(DispatchService::start(
             Arc::clone(&commit_log),
             Arc::clone(&dispatcher),
             reput_from,
         ));
+        let cleanup = services::start_cleanup_service(
+            Arc::clone(&commit_log),
+            Arc::clone(&consume_queues),
+            index,
+            Arc::clone(&dispatch),
+        );
         *store.services.lock() = Some(Services {
             flush,
             commit,
@@ -783,10 +784,14 @@ impl MessageStore {
     /// Runs one cleanup round now; `force` deletes every file but the newest
     /// regardless of age (operator command).
     pub fn clean_now(&self, force: bool) -> Result<usize> {
+        let Some(dispatched) = self.services.lock().as_ref().map(|s| s.dispatch.dispatched()) else {
+            return Ok(0);
+        };
         services::clean_once(
             &self.commit_log,
             &self.consume_queues,
             self.index.as_deref(),
+            dispatched,
             force,
         )
     }
