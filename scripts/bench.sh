@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Broker benchmarks with real processes on 127.0.0.1, as docs/benchmarks.md
+# records them. Every run starts its own processes on free ports with fresh
+# data in a temp dir and stops them at the end.
+#
+#   scripts/bench.sh SETUP [bench produce options...]
+#
+# SETUP is one of
+#   single        basalt standalone, ASYNC_FLUSH
+#   single-sync   basalt standalone, SYNC_FLUSH
+#   sync-master   namesrv + SYNC_MASTER + SLAVE (ASYNC_FLUSH on both)
+#   async-master  namesrv + ASYNC_MASTER + SLAVE
+#   ledger1       namesrv + one ledger-mode broker (DLedger group of 1)
+#   ledger3       namesrv + three ledger-mode brokers (DLedger group of 3)
+#
+# It prints the start-up time and RSS of the broker process (idle, peak under
+# load), then `basalt bench produce` with the options given (default:
+# --threads 4 --window 64 -s 1024 -d 10), then `basalt bench consume` of
+# what was produced. BASALT_BIN overrides the binary (default: release build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+setup=${1:?usage: scripts/bench.sh SETUP [bench produce options]}
+shift || true
+produce_args=("$@")
+if [ ${#produce_args[@]} -eq 0 ]; then
+  produce_args=(--threads 4 --window 64 -s 1024 -d 10)
+fi
+
+bin=${BASALT_BIN:-target/release/basalt}
+if [ -z "${BASALT_BIN:-}" ]; then
+  cargo build --release -q -p basalt
+fi
+
+work=$(mktemp -d /tmp/basalt-bench.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket
+while True:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", p + 1)); break
+    except OSError:
+        pass
+print(p)'
+}
+
+now_ms() { date +%s%3N; }
+
+# start NAME READY_TEXT ARGS...: runs the binary, waits for READY_TEXT in its
+# output, prints the milliseconds that took.
+start() {
+  local name=$1 ready=$2
+  shift 2
+  local t0
+  t0=$(now_ms)
+  "$bin" "$@" > "$work/$name.log" 2>&1 &
+  pids+=($!)
+  eval "pid_$name=$!"
+  for _ in $(seq 1 3000); do
+    if grep -q "$ready" "$work/$name.log" 2>/dev/null; then
+      echo "$name ready in $(( $(now_ms) - t0 )) ms"
+      return 0
+    fi
+    sleep 0.01
+  done
+  echo "$name did not start:"; cat "$work/$name.log"; exit 1
+}
+
+rss() { awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$1/status"; echo; }
+
+broker_conf() { # NAME PORT ROLE ID EXTRA...
+  local name=$1 port=$2 role=$3 id=$4
+  shift 4
+  {
+    echo "brokerClusterName=BenchCluster"
+    echo "brokerName=bench"
+    echo "brokerId=$id"
+    echo "brokerRole=$role"
+    echo "listenAddr=127.0.0.1"
+    echo "brokerIP1=127.0.0.1"
+    echo "brokerIP2=127.0.0.1"
+    echo "listenPort=$port"
+    echo "namesrvAddr=$ns"
+    echo "storePathRootDir=$work/$name"
+    echo "autoCreateTopicEnable=true"
+    for kv in "$@"; do echo "$kv"; done
+  } > "$work/$name.conf"
+}
+
+main=broker
+case $setup in
+  single | single-sync)
+    flush=ASYNC_FLUSH
+    [ "$setup" = single-sync ] && flush=SYNC_FLUSH
+    nsp=$(free_port); bp=$(free_port)
+    ns=127.0.0.1:$nsp
+    start broker "basalt standalone" standalone --data "$work/data" --namesrv-port "$nsp" \
+      --port "$bp" --listen 127.0.0.1 --set "flushDiskType=$flush"
+    ;;
+  sync-master | async-master)
+    role=SYNC_MASTER
+    [ "$setup" = async-master ] && role=ASYNC_MASTER
+    nsp=$(free_port); ns=127.0.0.1:$nsp
+    start namesrv "listening on" namesrv --port "$nsp" --listen 127.0.0.1
+    broker_conf broker "$(free_port)" "$role" 0
+    broker_conf slave "$(free_port)" SLAVE 1
+    start broker "basalt broker" broker -c "$work/broker.conf"
+    start slave "basalt broker" broker -c "$work/slave.conf"
+    sleep 1
+    ;;
+  ledger1 | ledger3)
+    n=1
+    [ "$setup" = ledger3 ] && n=3
+    nsp=$(free_port); ns=127.0.0.1:$nsp
+    start namesrv "listening on" namesrv --port "$nsp" --listen 127.0.0.1
+    peers=""
+    declare -a lports
+    for i in $(seq 0 $((n - 1))); do
+      lports[$i]=$(free_port)
+      peers="${peers:+$peers;}n$i-127.0.0.1:${lports[$i]}"
+    done
+    for i in $(seq 0 $((n - 1))); do
+      broker_conf "b$i" "$(free_port)" ASYNC_MASTER 0 enableDLegerCommitLog=true \
+        dLegerGroup=bench "dLegerPeers=$peers" "dLegerSelfId=n$i"
+    done
+    for i in $(seq 0 $((n - 1))); do
+      start "b$i" "basalt broker" broker -c "$work/b$i.conf"
+    done
+    # Wait until a leader registered as the master; its RSS is reported.
+    main=""
+    for _ in $(seq 1 500); do
+      for i in $(seq 0 $((n - 1))); do
+        if grep -q "ledger leader takes sends" "$work/b$i.log"; then main=b$i; fi
+      done
+      [ -n "$main" ] && break
+      sleep 0.02
+    done
+    [ -n "$main" ] || { echo "no leader"; tail -n 20 "$work"/b*.log; exit 1; }
+    echo "leader: $main"
+    ;;
+  *)
+    echo "unknown setup $setup"; exit 2 ;;
+esac
+
+sleep 1
+pid_var=pid_$main
+echo -n "idle:  "; rss "${!pid_var}"
+"$bin" bench produce --namesrv "$ns" "${produce_args[@]}" | tee "$work/produce.out"
+echo -n "after produce:  "; rss "${!pid_var}"
+if [ "${BENCH_CONSUME:-1}" = 1 ]; then
+  total=$(awk '/^total/ {print $2}' "$work/produce.out")
+  "$bin" bench consume --namesrv "$ns" --from-first -n "${total:-0}" -d 30
+  echo -n "after consume:  "; rss "${!pid_var}"
+fi
