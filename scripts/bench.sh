@@ -75,7 +75,7 @@ start() {
   echo "$name did not start:"; cat "$work/$name.log"; exit 1
 }
 
-rss() { awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$1/status"; echo; }
+rss() { awk '/VmHWM|VmRSS|RssAnon|RssFile/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$1/status"; echo; }
 
 broker_conf() { # NAME PORT ROLE ID EXTRA...
   local name=$1 port=$2 role=$3 id=$4
@@ -104,7 +104,7 @@ case $setup in
     nsp=$(free_port); bp=$(free_port)
     ns=127.0.0.1:$nsp
     start broker "basalt standalone" standalone --data "$work/data" --namesrv-port "$nsp" \
-      --port "$bp" --listen 127.0.0.1 --set "flushDiskType=$flush"
+      --port "$bp" --listen 127.0.0.1 --set "flushDiskType=$flush" ${BROKER_SET:+--set "$BROKER_SET"}
     ;;
   sync-master | async-master)
     role=SYNC_MASTER

@@ -267,7 +267,9 @@ impl BrokerConfig {
             "flushIntervalCommitLog" => self.flush_interval_commit_log = parse_millis(key, v)?,
             "transientStorePoolEnable" => self.transient_store_pool_enable = parse_bool(key, v)?,
             "transientStorePoolSize" => self.transient_store_pool_size = parse_num(key, v)?,
-            "warmMappedFileEnable" => self.warm_mapped_file_enable = parse_bool(key, v)?,
+            "warmMappedFileEnable" | "warmMapedFileEnable" => {
+                self.warm_mapped_file_enable = parse_bool(key, v)?
+            }
             "messageIndexEnable" => self.message_index_enable = parse_bool(key, v)?,
             "checkCRCOnRecover" => self.check_crc_on_recover = parse_bool(key, v)?,
             "enabledAppendPropCRC" => self.enabled_append_prop_crc = parse_bool(key, v)?,

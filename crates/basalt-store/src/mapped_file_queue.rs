@@ -514,6 +514,8 @@ impl Allocator {
                         Ok(f) => {
                             if warm {
                                 f.warm();
+                            } else {
+                                f.prefault();
                             }
                             *s.ready.lock() = Some(Arc::new(f));
                         }

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use basalt_client::{
@@ -101,7 +101,7 @@ fn summary(total: &Histogram, bytes: u64, errors: u64, elapsed: Duration) {
 /// Prints a line per second until `stop`; returns the merged figures.
 async fn report(
     shared: Arc<Shared>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<tokio::sync::Notify>,
     what: &'static str,
 ) -> (Histogram, u64, u64, Duration) {
     header(what);
@@ -112,8 +112,13 @@ async fn report(
     tick.tick().await;
     let mut last = Instant::now();
     let mut sec = 0;
-    while !stop.load(Ordering::Acquire) {
-        tick.tick().await;
+    loop {
+        // The run's end cuts the last second short, so the elapsed time
+        // (and the rate) is exact rather than rounded up to a tick.
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.notified() => break,
+        }
         sec += 1;
         let (h, b, e) = shared.take();
         let now = Instant::now();
@@ -146,7 +151,7 @@ async fn produce(a: BenchProduceArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("first send failed: {e}"))?;
 
     let shared = Arc::new(Shared::default());
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(tokio::sync::Notify::new());
     let reporter = tokio::spawn(report(Arc::clone(&shared), Arc::clone(&stop), "produce"));
     let deadline = Instant::now() + Duration::from_secs(a.duration);
     let mut workers = Vec::new();
@@ -191,7 +196,7 @@ async fn produce(a: BenchProduceArgs) -> Result<ExitCode, String> {
     for w in workers {
         let _ = w.await;
     }
-    stop.store(true, Ordering::Release);
+    stop.notify_one();
     let (total, bytes, errors, elapsed) = reporter.await.map_err(|e| e.to_string())?;
     summary(&total, bytes, errors, elapsed);
     producer.shutdown().await;
@@ -240,7 +245,7 @@ async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
         .start()
         .await
         .map_err(|e| format!("consumer: {e}"))?;
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(tokio::sync::Notify::new());
     let reporter = tokio::spawn(report(
         Arc::clone(&shared),
         Arc::clone(&stop),
@@ -250,7 +255,7 @@ async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
         _ = tokio::time::sleep(Duration::from_secs(a.duration)) => {}
         _ = done.notified() => {}
     }
-    stop.store(true, Ordering::Release);
+    stop.notify_one();
     let (total, bytes, errors, elapsed) = reporter.await.map_err(|e| e.to_string())?;
     summary(&total, bytes, errors, elapsed);
     consumer.shutdown().await;
