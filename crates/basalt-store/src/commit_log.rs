@@ -369,6 +369,7 @@ impl CommitLog {
             }
         });
         debug_assert_eq!(placed, Some(pos), "room was checked under the put lock");
+        self.queue.prefault_ahead(&file, pos, pos + total);
         if takes_queue_offset {
             w.table
                 .set(topic, queue_id, queue_offset + sizes.len() as i64);

@@ -450,20 +450,26 @@ impl MappedFile {
         }
     }
 
-    /// Maps every page of a new (sparse) file into the page cache as clean
-    /// zero pages, without writing anything to disk. Otherwise the first
-    /// append to each page faults into a read-ahead that zero-fills a large
-    /// folio while the writer holds the put lock, and every other writer
-    /// waits (it was a third of the broker's CPU and most of its p99 under
-    /// load). The first write to a page still takes a cheap write-protect
-    /// fault. Best effort: kernels without MADV_POPULATE_READ skip it.
-    pub fn prefault(&self) {
-        // SAFETY: madvise on our own mapping's range; reading never changes
-        // the file.
+    /// Maps the pages of `[from, from + len)` of a new (sparse) file into
+    /// the page cache as clean zero pages, without writing anything to disk.
+    /// Otherwise the first append to each page faults into a read-ahead that
+    /// zero-fills a large folio while the writer holds the put lock, and
+    /// every other writer waits (it was a third of the broker's CPU and most
+    /// of its p99 under load). The first write to a page still takes a cheap
+    /// write-protect fault. Best effort: kernels without MADV_POPULATE_READ
+    /// skip it. `from` must be page aligned.
+    pub fn prefault(&self, from: usize, len: usize) {
+        debug_assert_eq!(from % PAGE_SIZE, 0);
+        if from >= self.size {
+            return;
+        }
+        let len = len.min(self.size - from);
+        // SAFETY: madvise on a range inside our own mapping; reading never
+        // changes the file.
         let _ = unsafe {
             libc::madvise(
-                self.map.as_mut_ptr() as *mut libc::c_void,
-                self.size,
+                self.map.as_mut_ptr().add(from) as *mut libc::c_void,
+                len,
                 libc::MADV_POPULATE_READ,
             )
         };

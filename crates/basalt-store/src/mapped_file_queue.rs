@@ -19,6 +19,10 @@ use crate::mapped_file::{MappedFile, PAGE_SIZE, parse_file_name};
 use crate::signal::Signal;
 use crate::transient_pool::TransientStorePool;
 
+/// How much of a new file the allocator maps into memory at a time, ahead
+/// of the writer (see [`MappedFile::prefault`]).
+const PREFAULT_CHUNK: usize = 16 << 20;
+
 /// See the module documentation.
 pub struct MappedFileQueue {
     dir: PathBuf,
@@ -219,6 +223,19 @@ impl MappedFileQueue {
     pub fn set_flushed_and_committed(&self, offset: i64) {
         self.flushed_where.store(offset, Ordering::Release);
         self.committed_where.store(offset, Ordering::Release);
+    }
+
+    /// Called by the writer after it appended `[old_pos, new_pos)` to `file`:
+    /// when that crossed into a new chunk, the allocator thread maps the
+    /// chunk after the next one, so the writer finds its pages in memory.
+    pub fn prefault_ahead(&self, file: &Arc<MappedFile>, old_pos: usize, new_pos: usize) {
+        let chunk = new_pos / PREFAULT_CHUNK;
+        if chunk == old_pos / PREFAULT_CHUNK || self.pool.is_some() {
+            return;
+        }
+        if let Some(a) = self.allocator.lock().as_ref() {
+            a.request_prefault(Arc::clone(file), (chunk + 2) * PREFAULT_CHUNK);
+        }
     }
 
     /// Adds the file that starts at `start` as the new tail, taking it from the
@@ -485,6 +502,8 @@ struct Allocator {
 
 struct AllocatorShared {
     request: Mutex<Option<(PathBuf, i64, usize)>>,
+    /// A range of the file being written to map ahead of the writer.
+    prefault: Mutex<Option<(Arc<MappedFile>, usize)>>,
     ready: Mutex<Option<Arc<MappedFile>>>,
     signal: Signal,
     stop: std::sync::atomic::AtomicBool,
@@ -494,6 +513,7 @@ impl Allocator {
     fn start(queue: std::sync::Weak<MappedFileQueue>, warm: bool) -> Allocator {
         let shared = Arc::new(AllocatorShared {
             request: Mutex::new(None),
+            prefault: Mutex::new(None),
             ready: Mutex::new(None),
             signal: Signal::new(),
             stop: std::sync::atomic::AtomicBool::new(false),
@@ -504,6 +524,10 @@ impl Allocator {
             .spawn(move || {
                 while !s.stop.load(Ordering::Acquire) {
                     s.signal.wait(None);
+                    let ahead = s.prefault.lock().take();
+                    if let Some((f, from)) = ahead {
+                        f.prefault(from, PREFAULT_CHUNK);
+                    }
                     let Some((dir, start, size)) = s.request.lock().take() else {
                         continue;
                     };
@@ -515,7 +539,7 @@ impl Allocator {
                             if warm {
                                 f.warm();
                             } else {
-                                f.prefault();
+                                f.prefault(0, PREFAULT_CHUNK * 2);
                             }
                             *s.ready.lock() = Some(Arc::new(f));
                         }
@@ -530,6 +554,11 @@ impl Allocator {
             shared,
             thread: Some(thread),
         }
+    }
+
+    fn request_prefault(&self, f: Arc<MappedFile>, from: usize) {
+        *self.shared.prefault.lock() = Some((f, from));
+        self.shared.signal.notify();
     }
 
     fn request(&self, dir: PathBuf, start: i64, size: usize) {
