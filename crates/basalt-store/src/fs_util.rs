@@ -125,7 +125,6 @@ pub fn disk_used_percent(path: &Path) -> Option<u32> {
         return None;
     }
     Some(((used / (used + avail)) * 100.0).round() as u32)
-
 }
 
 #[cfg(test)]

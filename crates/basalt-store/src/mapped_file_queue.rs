@@ -395,7 +395,8 @@ impl MappedFileQueue {
         let now = SystemTime::now();
         let mut victims = Vec::new();
         for f in &files[..files.len() - 1] {
-            if victims.len() >= max_files || f.start_offset() + self.file_size() as i64 > keep_from {
+            if victims.len() >= max_files || f.start_offset() + self.file_size() as i64 > keep_from
+            {
                 break;
             }
             let expired = match f.last_modified() {

@@ -784,7 +784,12 @@ impl MessageStore {
     /// Runs one cleanup round now; `force` deletes every file but the newest
     /// regardless of age (operator command).
     pub fn clean_now(&self, force: bool) -> Result<usize> {
-        let Some(dispatched) = self.services.lock().as_ref().map(|s| s.dispatch.dispatched()) else {
+        let Some(dispatched) = self
+            .services
+            .lock()
+            .as_ref()
+            .map(|s| s.dispatch.dispatched())
+        else {
             return Ok(0);
         };
         services::clean_once(

@@ -63,7 +63,141 @@ proptest! {
 /// behind deleted files whose ConsumeQueue units were never written.
 #[test]
 fn forced_cleanup_after_rolls() {
-    let ops = vec![ Op::Put { queue: 0, size: 673, }, Op::Put { queue: 0, size: 1419, }, Op::Batch { queue: 0, n: 2, size: 492, }, Op::Put { queue: 1, size: 1809, }, Op::Batch { queue: 1, n: 1, size: 1286, }, Op::Put { queue: 1, size: 2951, }, Op::Put { queue: 1, size: 2474, }, Op::Batch { queue: 2, n: 1, size: 213, }, Op::Put { queue: 1, size: 2696, }, Op::Put { queue: 2, size: 273, }, Op::Batch { queue: 0, n: 4, size: 585, }, Op::Batch { queue: 0, n: 2, size: 841, }, Op::Batch { queue: 2, n: 5, size: 882, }, Op::Put { queue: 2, size: 2528, }, Op::Put { queue: 1, size: 2188, }, Op::Batch { queue: 0, n: 3, size: 869, }, Op::Put { queue: 2, size: 2799, }, Op::Put { queue: 1, size: 2460, }, Op::Put { queue: 0, size: 1784, }, Op::Batch { queue: 2, n: 5, size: 866, }, Op::Put { queue: 2, size: 2205, }, Op::Put { queue: 2, size: 704, }, Op::Put { queue: 1, size: 1753, }, Op::Put { queue: 0, size: 755, }, Op::Batch { queue: 0, n: 1, size: 1140, }, Op::Put { queue: 2, size: 2351, }, Op::Batch { queue: 0, n: 1, size: 497, }, Op::Batch { queue: 2, n: 5, size: 461, }, Op::Batch { queue: 0, n: 2, size: 876, }, Op::Put { queue: 2, size: 2961, }, Op::Cleanup, ];
+    let ops = vec![
+        Op::Put {
+            queue: 0,
+            size: 673,
+        },
+        Op::Put {
+            queue: 0,
+            size: 1419,
+        },
+        Op::Batch {
+            queue: 0,
+            n: 2,
+            size: 492,
+        },
+        Op::Put {
+            queue: 1,
+            size: 1809,
+        },
+        Op::Batch {
+            queue: 1,
+            n: 1,
+            size: 1286,
+        },
+        Op::Put {
+            queue: 1,
+            size: 2951,
+        },
+        Op::Put {
+            queue: 1,
+            size: 2474,
+        },
+        Op::Batch {
+            queue: 2,
+            n: 1,
+            size: 213,
+        },
+        Op::Put {
+            queue: 1,
+            size: 2696,
+        },
+        Op::Put {
+            queue: 2,
+            size: 273,
+        },
+        Op::Batch {
+            queue: 0,
+            n: 4,
+            size: 585,
+        },
+        Op::Batch {
+            queue: 0,
+            n: 2,
+            size: 841,
+        },
+        Op::Batch {
+            queue: 2,
+            n: 5,
+            size: 882,
+        },
+        Op::Put {
+            queue: 2,
+            size: 2528,
+        },
+        Op::Put {
+            queue: 1,
+            size: 2188,
+        },
+        Op::Batch {
+            queue: 0,
+            n: 3,
+            size: 869,
+        },
+        Op::Put {
+            queue: 2,
+            size: 2799,
+        },
+        Op::Put {
+            queue: 1,
+            size: 2460,
+        },
+        Op::Put {
+            queue: 0,
+            size: 1784,
+        },
+        Op::Batch {
+            queue: 2,
+            n: 5,
+            size: 866,
+        },
+        Op::Put {
+            queue: 2,
+            size: 2205,
+        },
+        Op::Put {
+            queue: 2,
+            size: 704,
+        },
+        Op::Put {
+            queue: 1,
+            size: 1753,
+        },
+        Op::Put {
+            queue: 0,
+            size: 755,
+        },
+        Op::Batch {
+            queue: 0,
+            n: 1,
+            size: 1140,
+        },
+        Op::Put {
+            queue: 2,
+            size: 2351,
+        },
+        Op::Batch {
+            queue: 0,
+            n: 1,
+            size: 497,
+        },
+        Op::Batch {
+            queue: 2,
+            n: 5,
+            size: 461,
+        },
+        Op::Batch {
+            queue: 0,
+            n: 2,
+            size: 876,
+        },
+        Op::Put {
+            queue: 2,
+            size: 2961,
+        },
+        Op::Cleanup,
+    ];
     check_model(ops).unwrap();
 }
 
@@ -78,13 +212,25 @@ fn check_model(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 Op::Put { queue, size } => {
                     let m = Msg::new("M", queue, body(next_body, size));
                     next_body += 1;
-                    let a = store.put_message(&m.draft(store.store_host())).append.unwrap();
+                    let a = store
+                        .put_message(&m.draft(store.store_host()))
+                        .append
+                        .unwrap();
                     let q = &mut model[queue as usize];
-                    prop_assert_eq!(a.queue_offset, q.last().map(|e| e.queue_offset + 1).unwrap_or(0));
-                    q.push(Expected { queue_offset: a.queue_offset, phys: a.wrote_offset, body: m.body });
+                    prop_assert_eq!(
+                        a.queue_offset,
+                        q.last().map(|e| e.queue_offset + 1).unwrap_or(0)
+                    );
+                    q.push(Expected {
+                        queue_offset: a.queue_offset,
+                        phys: a.wrote_offset,
+                        body: m.body,
+                    });
                 }
                 Op::Batch { queue, n, size } => {
-                    let msgs: Vec<Msg> = (0..n).map(|i| Msg::new("M", queue, body(next_body + i, size))).collect();
+                    let msgs: Vec<Msg> = (0..n)
+                        .map(|i| Msg::new("M", queue, body(next_body + i, size)))
+                        .collect();
                     next_body += n;
                     let host = store.store_host();
                     let drafts: Vec<_> = msgs.iter().map(|m| m.draft(host)).collect();
@@ -93,7 +239,11 @@ fn check_model(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     let first = q.last().map(|e| e.queue_offset + 1).unwrap_or(0);
                     prop_assert_eq!(a.queue_offset, first);
                     for (i, m) in msgs.into_iter().enumerate() {
-                        q.push(Expected { queue_offset: first + i as i64, phys: a.offsets()[i], body: m.body });
+                        q.push(Expected {
+                            queue_offset: first + i as i64,
+                            phys: a.offsets()[i],
+                            body: m.body,
+                        });
                     }
                 }
                 Op::Restart { crashed } => {
@@ -104,7 +254,9 @@ fn check_model(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
             }
         }
-        prop_assert!(store.wait_dispatched(store.commit_log().max_offset(), Duration::from_secs(10)));
+        prop_assert!(
+            store.wait_dispatched(store.commit_log().max_offset(), Duration::from_secs(10))
+        );
         let min_phys = store.commit_log().min_offset();
         for (qi, expected) in model.iter().enumerate() {
             let want: Vec<(i64, Vec<u8>)> = expected

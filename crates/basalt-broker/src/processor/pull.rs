@@ -57,7 +57,11 @@ fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, Remotin
             format!("subscription group no permission, {}", h.consumer_group),
         ));
     }
-    let Some(t) = broker.topics.get(&h.topic).or_else(|| replicated_topic(broker, &h.topic)) else {
+    let Some(t) = broker
+        .topics
+        .get(&h.topic)
+        .or_else(|| replicated_topic(broker, &h.topic))
+    else {
         return Err(error(
             response::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", h.topic),

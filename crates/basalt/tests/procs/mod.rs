@@ -143,7 +143,6 @@ impl Drop for Proc {
     }
 }
 
-
 unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
