@@ -1,5 +1,6 @@
 //! The broker over the wire, driven with raw remoting commands: send, pull,
 //! long polling, heartbeats, offsets, admin, delayed delivery, bad input.
+#![allow(clippy::field_reassign_with_default)] // configs read like broker.conf, one key a line
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

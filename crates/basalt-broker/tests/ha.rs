@@ -1,6 +1,7 @@
 //! Master/slave HA in one process: SYNC_MASTER waits for the slave, the
 //! slave's CommitLog becomes byte-identical, metadata follows, and a master
 //! without its slave answers SLAVE_NOT_AVAILABLE.
+#![allow(clippy::field_reassign_with_default)] // configs read like broker.conf, one key a line
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,7 @@
 //! Ledger mode in one process: three brokers share a replicated ledger; the
 //! leader takes sends as master, every member dispatches committed entries
 //! into identical queues, and a new leader takes over when the old one stops.
+#![allow(clippy::field_reassign_with_default)] // configs read like broker.conf, one key a line
 
 use std::time::{Duration, Instant};
 

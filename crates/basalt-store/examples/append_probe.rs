@@ -16,7 +16,7 @@ fn main() {
     for i in 0..n {
         let d = RecordDraft {
             topic: "BenchTopic",
-            queue_id: (i % 8) as i32,
+            queue_id: i % 8,
             flag: 0,
             sys_flag: 0,
             born_timestamp: 0,

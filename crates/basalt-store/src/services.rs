@@ -200,7 +200,6 @@ impl GroupCommit {
 }
 
 /// Sleeps on `signal` (appends) until notified, the timeout, or stop. The
-
 /// stop path notifies the service's own signal, so the data signal is checked
 /// with a short bound only while stopping is requested.
 fn wait_either(signal: &Signal, stop: &AtomicBool, timeout: Option<Duration>) {

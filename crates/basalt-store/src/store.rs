@@ -395,7 +395,6 @@ impl MessageStore {
     }
 
     /// Appends one message (not waiting for durability).
-
     pub fn put_message(&self, draft: &RecordDraft<'_>) -> PutMessageResult {
         if let Some(r) = self.refuse() {
             return r;

@@ -199,7 +199,9 @@ async fn ledger_group_fails_over_after_kill9_and_loses_nothing() {
 
     // Consume everything from the first offset.
     let acked = acked.lock().clone();
-    let received: Arc<Mutex<HashMap<u64, Vec<(i32, i64)>>>> = Arc::default();
+    // Message id -> every (queue id, queue offset) it was delivered at.
+    type Deliveries = HashMap<u64, Vec<(i32, i64)>>;
+    let received: Arc<Mutex<Deliveries>> = Arc::default();
     let consumer = PushConsumer::with_options(
         "lf-consumer",
         client_config(&ns_addr),

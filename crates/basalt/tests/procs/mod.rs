@@ -64,10 +64,10 @@ impl Proc {
             let mut tx = Some(tx);
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 let _ = writeln!(f, "{line}");
-                if line.contains(&ready) {
-                    if let Some(t) = tx.take() {
-                        let _ = t.send(());
-                    }
+                if line.contains(&ready)
+                    && let Some(t) = tx.take()
+                {
+                    let _ = t.send(());
                 }
             }
         });
