@@ -76,33 +76,25 @@ impl ClientInstance {
 
     /// GET_MAX_OFFSET: the queue's next offset to be written.
     pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master_or_member_of(mq).await?;
         let header = GetMaxOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
             committed: None,
         };
-        let cmd = self
-            .request(request::GET_MAX_OFFSET)
-            .with_ext(header.to_ext());
-        let resp = self
-            .invoke_ok(&addr, cmd, self.config().request_timeout)
+        let (addr, resp) = self
+            .ask_queue_owner(mq, request::GET_MAX_OFFSET, header.to_ext())
             .await?;
         offset_of(&resp, &addr)
     }
 
     /// GET_MIN_OFFSET: the queue's smallest offset still stored.
     pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master_or_member_of(mq).await?;
         let header = GetMinOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
         };
-        let cmd = self
-            .request(request::GET_MIN_OFFSET)
-            .with_ext(header.to_ext());
-        let resp = self
-            .invoke_ok(&addr, cmd, self.config().request_timeout)
+        let (addr, resp) = self
+            .ask_queue_owner(mq, request::GET_MIN_OFFSET, header.to_ext())
             .await?;
         offset_of(&resp, &addr)
     }
@@ -110,34 +102,26 @@ impl ClientInstance {
     /// SEARCH_OFFSET_BY_TIMESTAMP (lower boundary): the first offset whose
     /// message was stored at or after `timestamp_ms`.
     pub async fn search_offset(&self, mq: &MessageQueue, timestamp_ms: i64) -> Result<i64> {
-        let addr = self.master_or_member_of(mq).await?;
         let header = SearchOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
             timestamp: timestamp_ms,
             boundary_type: None,
         };
-        let cmd = self
-            .request(request::SEARCH_OFFSET_BY_TIMESTAMP)
-            .with_ext(header.to_ext());
-        let resp = self
-            .invoke_ok(&addr, cmd, self.config().request_timeout)
+        let (addr, resp) = self
+            .ask_queue_owner(mq, request::SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext())
             .await?;
         offset_of(&resp, &addr)
     }
 
     /// GET_EARLIEST_MSG_STORETIME: store time of the queue's oldest message.
     pub async fn earliest_msg_store_time(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master_or_member_of(mq).await?;
         let header = GetEarliestMsgStoretimeRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
         };
-        let cmd = self
-            .request(request::GET_EARLIEST_MSG_STORETIME)
-            .with_ext(header.to_ext());
-        let resp = self
-            .invoke_ok(&addr, cmd, self.config().request_timeout)
+        let (addr, resp) = self
+            .ask_queue_owner(mq, request::GET_EARLIEST_MSG_STORETIME, header.to_ext())
             .await?;
         resp.decode_header::<GetEarliestMsgStoretimeResponseHeader>()
             .map(|h| h.timestamp)
@@ -246,6 +230,25 @@ impl ClientInstance {
         let cmd = self.request(request::UNLOCK_BATCH_MQ).with_body(json);
         self.remoting().invoke_oneway(addr, cmd).await?;
         Ok(())
+    }
+}
+
+impl ClientInstance {
+    /// Sends a queue-level request to the broker that owns `mq` (its master,
+    /// or another member when the master is gone); returns that broker's
+    /// address and its successful answer.
+    async fn ask_queue_owner(
+        &self,
+        mq: &MessageQueue,
+        code: i32,
+        ext: basalt_remoting::command::ExtFields,
+    ) -> Result<(String, basalt_remoting::RemotingCommand)> {
+        let addr = self.master_or_member_of(mq).await?;
+        let cmd = self.request(code).with_ext(ext);
+        let resp = self
+            .invoke_ok(&addr, cmd, self.config().request_timeout)
+            .await?;
+        Ok((addr, resp))
     }
 }
 

@@ -17,7 +17,7 @@ use basalt_client::{
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use parking_lot::Mutex;
-use procs::{Proc, eventually, free_port, free_port_pair, write_conf};
+use procs::{Proc, eventually, free_port_pair, write_conf};
 
 fn client_config(ns: &str) -> ClientConfig {
     let mut c = ClientConfig::new(ns);
@@ -147,20 +147,7 @@ async fn sync_master_killed_consumers_read_from_slave_and_logs_match() {
     }
     let work = tempfile::tempdir().unwrap();
 
-    let ns_port = free_port();
-    let ns_addr = format!("127.0.0.1:{ns_port}");
-    let _ns = Proc::spawn(
-        "namesrv",
-        &[
-            "namesrv",
-            "--port",
-            &ns_port.to_string(),
-            "--listen",
-            "127.0.0.1",
-        ],
-        "listening on",
-        work.path(),
-    );
+    let (_ns, ns_addr) = Proc::namesrv(work.path());
     let p = pair(work.path(), &ns_addr, "SYNC_MASTER");
     let mut master = start("master", &p.master_conf, work.path());
     let mut slave = start("slave", &p.slave_conf, work.path());
@@ -265,20 +252,7 @@ async fn sync_master_killed_consumers_read_from_slave_and_logs_match() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slaves_catch_up_from_zero_and_from_where_they_stopped() {
     let work = tempfile::tempdir().unwrap();
-    let ns_port = free_port();
-    let ns_addr = format!("127.0.0.1:{ns_port}");
-    let _ns = Proc::spawn(
-        "namesrv",
-        &[
-            "namesrv",
-            "--port",
-            &ns_port.to_string(),
-            "--listen",
-            "127.0.0.1",
-        ],
-        "listening on",
-        work.path(),
-    );
+    let (_ns, ns_addr) = Proc::namesrv(work.path());
     let p = pair(work.path(), &ns_addr, "SYNC_MASTER");
     let mut master = start("master", &p.master_conf, work.path());
     let admin = Admin::new(client_config(&p.ns_addr));

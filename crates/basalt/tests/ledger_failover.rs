@@ -38,20 +38,7 @@ struct Acked {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ledger_group_fails_over_after_kill9_and_loses_nothing() {
     let work = tempfile::tempdir().unwrap();
-    let ns_port = free_port();
-    let ns_addr = format!("127.0.0.1:{ns_port}");
-    let _ns = Proc::spawn(
-        "namesrv",
-        &[
-            "namesrv",
-            "--port",
-            &ns_port.to_string(),
-            "--listen",
-            "127.0.0.1",
-        ],
-        "listening on",
-        work.path(),
-    );
+    let (_ns, ns_addr) = Proc::namesrv(work.path());
     let ledger_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let broker_ports: Vec<u16> = (0..3).map(|_| free_port_pair()).collect();
     let peers = (0..3)

@@ -90,6 +90,24 @@ impl Proc {
         p
     }
 
+    /// A NameServer on a free port of 127.0.0.1, with its address.
+    pub fn namesrv(log_dir: &Path) -> (Proc, String) {
+        let port = free_port();
+        let p = Proc::spawn(
+            "namesrv",
+            &[
+                "namesrv",
+                "--port",
+                &port.to_string(),
+                "--listen",
+                "127.0.0.1",
+            ],
+            "listening on",
+            log_dir,
+        );
+        (p, format!("127.0.0.1:{port}"))
+    }
+
     /// SIGKILL, as a crash.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
