@@ -464,12 +464,26 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
 
     let mut tasks = Vec::new();
     start_replication(&broker, &mut tasks).await?;
-    // Register now and every registerNameServerPeriod.
+    // Register before the broker counts as started (as RocketMQ's
+    // BrokerController.start does): a client that sees the broker up finds
+    // its routes at once. Then every registerNameServerPeriod.
+    broker.register_with_namesrvs().await;
     {
         let b = Arc::clone(&broker);
         tasks.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(b.config.register_name_server_period);
+            tick.tick().await;
             loop {
+                // A slave that started before its master learns the master's
+                // address from a registration answer: until it has one, ask
+                // every second instead of every 30 s.
+                while !b.config.enable_dleger_commit_log
+                    && b.is_slave()
+                    && b.master_addr.lock().is_none()
+                {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    b.register_with_namesrvs().await;
+                }
                 tick.tick().await;
                 b.register_with_namesrvs().await;
             }

@@ -50,10 +50,17 @@ pub fn produce(a: ProduceArgs) -> Result<ExitCode, String> {
         };
         let mut sent = 0u64;
         let mut failed = 0u64;
+        // Stored by the broker but not (yet) flushed or replicated as its
+        // flushDiskType / brokerRole promise: FLUSH_DISK_TIMEOUT,
+        // FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
+        let mut not_ok = 0u64;
         let mut report = |r: Result<basalt_client::SendResult, basalt_client::ClientError>,
                           verbose: bool| match r {
             Ok(r) => {
                 sent += 1;
+                if r.status != basalt_client::SendStatus::SendOk {
+                    not_ok += 1;
+                }
                 if verbose {
                     println!(
                         "{} msgId={} queue={}:{} offset={}",
@@ -96,7 +103,11 @@ pub fn produce(a: ProduceArgs) -> Result<ExitCode, String> {
                 report(r, verbose);
             }
         }
-        println!("sent {sent}, failed {failed}");
+        if not_ok > 0 {
+            println!("sent {sent} ({not_ok} of them not SEND_OK), failed {failed}");
+        } else {
+            println!("sent {sent}, failed {failed}");
+        }
         producer.shutdown().await;
         Ok(if failed == 0 {
             ExitCode::SUCCESS
