@@ -16,7 +16,9 @@
 # It prints the start-up time and RSS of the broker process (idle, peak under
 # load), then `basalt bench produce` with the options given (default:
 # --threads 4 --window 64 -s 1024 -d 10), then `basalt bench consume` of
-# what was produced. BASALT_BIN overrides the binary (default: release build).
+# what was produced. BASALT_BIN overrides the binary (default: release build);
+# BENCH_CONSUME=0 skips the consume step; BROKER_SET=KEY=VALUE passes one
+# broker setting to the single / single-sync setups.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -108,6 +108,12 @@ fn log_end(store: &Path) -> i64 {
     r.end_offset
 }
 
+/// Whether the master at `maddr` reports its slave with nothing left to send.
+async fn slave_in_sync(admin: &Admin, maddr: &str) -> bool {
+    let rt = admin.broker_runtime_info(maddr).await.unwrap_or_default();
+    rt.get("slaveFallBehindBytes").is_some_and(|v| v == "0")
+}
+
 /// Sends `n` messages with up to 64 in flight; returns the ids per status.
 async fn produce(p: &Producer, topic: &str, from: u64, n: u64) -> (BTreeSet<u64>, Vec<SendStatus>) {
     let mut ok = BTreeSet::new();
@@ -228,12 +234,7 @@ async fn sync_master_killed_consumers_read_from_slave_and_logs_match() {
     eventually(
         "the slave to reach the master's end",
         Duration::from_secs(30),
-        async || {
-            let rt = admin.broker_runtime_info(&maddr).await.unwrap_or_default();
-            rt.get("slaveFallBehindBytes")
-                .map(|v| v == "0")
-                .unwrap_or(false)
-        },
+        async || slave_in_sync(&admin, &maddr).await,
     )
     .await;
     admin.shutdown();
@@ -303,12 +304,7 @@ async fn slaves_catch_up_from_zero_and_from_where_they_stopped() {
     eventually(
         "the slave to catch up from where it stopped",
         Duration::from_secs(30),
-        async || {
-            let rt = admin.broker_runtime_info(&maddr).await.unwrap_or_default();
-            rt.get("slaveFallBehindBytes")
-                .map(|v| v == "0")
-                .unwrap_or(false)
-        },
+        async || slave_in_sync(&admin, &maddr).await,
     )
     .await;
     producer.shutdown().await;
