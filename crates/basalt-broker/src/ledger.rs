@@ -24,7 +24,6 @@ use basalt_ledger::{
     Role, StampSlot,
 };
 use basalt_store::commit_log::TopicQueueTable;
-use basalt_store::dispatch::DispatchRequest;
 use basalt_store::{AppendResult, MessageLog, MessageStore, PutMessageResult, PutMessageStatus};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -363,10 +362,12 @@ impl LedgerMode {
         }
     }
 
-    /// Dispatches committed entries, in order, forever.
+    /// Dispatches committed entries, in order, forever. An entry whose
+    /// record cannot be placed is reported and passed over (as classic
+    /// dispatch does); an I/O error stops the batch at that entry, which is
+    /// retried after a pause, so no committed message is ever skipped.
     async fn dispatch_loop(self: Arc<Self>, store: Arc<MessageStore>) {
         let reader = self.handle.reader().clone();
-        let delays = basalt_store::dispatch::DelayLevels::default();
         let mut next = *self.dispatched.borrow();
         let mut last_persist = std::time::Instant::now();
         loop {
@@ -392,39 +393,14 @@ impl LedgerMode {
                     continue;
                 }
             };
-            for e in &entries {
-                if e.kind == EntryKind::Noop {
-                    continue;
-                }
-                match RecordView::parse(&e.body, false) {
-                    Ok(v) => {
-                        if v.physical_offset != e.body_pos() {
-                            tracing::error!(
-                                index = e.index,
-                                pos = e.body_pos(),
-                                record = v.physical_offset,
-                                "ledger entry holds a record stamped for another position; skipping it"
-                            );
-                            continue;
-                        }
-                        if let Some(req) = DispatchRequest::from_record(&v, &delays)
-                            && let Err(err) = store.dispatcher().dispatch(&req, true)
-                        {
-                            tracing::error!(index = e.index, error = %err, "dispatch failed; retrying in 1 s");
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                            break;
-                        }
-                    }
-                    Err(err) => {
-                        tracing::error!(index = e.index, error = %err, "ledger entry is not a record; skipping it")
-                    }
-                }
-                next = e.index + 1;
+            let (done, failed) = dispatch_entries(&store, &entries);
+            if done > next {
+                next = done;
                 self.dispatched.send_replace(next);
             }
-            if let Some(last) = entries.last() {
-                next = next.max(last.index + 1);
-                self.dispatched.send_replace(next);
+            if let Some((index, err)) = failed {
+                tracing::error!(index, error = %err, "dispatch of a committed entry failed; retrying it in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
             self.maybe_persist(&store, next, &mut last_persist);
         }
@@ -458,6 +434,42 @@ impl LedgerMode {
         }
         self.handle.shutdown().await;
     }
+}
+
+/// Dispatches `entries` (consecutive, committed) in order. Returns the
+/// index after the last entry dispatched or passed over, and the entry and
+/// error that stopped the run, if one did. Entries after a failed one are not
+/// touched: the caller retries from the failed one.
+fn dispatch_entries(
+    store: &MessageStore,
+    entries: &[basalt_ledger::LedgerEntry],
+) -> (i64, Option<(i64, basalt_store::StoreError)>) {
+    let mut next = entries.first().map(|e| e.index).unwrap_or(-1);
+    for e in entries {
+        debug_assert_eq!(e.index, next, "ledger entries are consecutive");
+        if e.kind != EntryKind::Noop {
+            match RecordView::parse(&e.body, false) {
+                Ok(v) if v.physical_offset != e.body_pos() => {
+                    tracing::error!(
+                        index = e.index,
+                        pos = e.body_pos(),
+                        record = v.physical_offset,
+                        "ledger entry holds a record stamped for another position; passing over it"
+                    );
+                }
+                Ok(v) => {
+                    if let Err(err) = store.dispatcher().dispatch_record(&v, true) {
+                        return (e.index, Some((e.index, err)));
+                    }
+                }
+                Err(err) => {
+                    tracing::error!(index = e.index, error = %err, "ledger entry is not a record; passing over it")
+                }
+            }
+        }
+        next = e.index + 1;
+    }
+    (next, None)
 }
 
 fn read_progress(p: &Path) -> i64 {
