@@ -478,3 +478,82 @@ fn read_progress(p: &Path) -> i64 {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use basalt_ledger::LedgerEntry;
+
+    /// A committed entry holding a record of `topic`, placed at `pos`.
+    fn entry(index: i64, pos: i64, topic: &str, queue_offset: i64) -> LedgerEntry {
+        let host = "127.0.0.1:10911".parse().unwrap();
+        let draft = RecordDraft {
+            topic,
+            queue_id: 0,
+            flag: 0,
+            sys_flag: 0,
+            born_timestamp: 1_700_000_000_000,
+            born_host: host,
+            store_host: host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: b"body",
+            properties: b"",
+        };
+        let mut body = Vec::new();
+        draft.encode_into(&mut body).unwrap();
+        let phys = pos + basalt_ledger::entry::HEADER_SIZE as i64;
+        record::stamp(&mut body, queue_offset, phys, 1_700_000_000_000);
+        LedgerEntry {
+            index,
+            term: 1,
+            pos,
+            kind: EntryKind::Normal,
+            body: Bytes::from(body),
+        }
+    }
+
+    /// The reported bug: an I/O error on one entry broke out of the batch
+    /// and the whole batch was then counted as dispatched. Now the run stops
+    /// at the failed entry, nothing after it is touched, and a retry from
+    /// there dispatches everything; an unplaceable record is passed over.
+    #[test]
+    fn a_failed_entry_stops_the_run_and_is_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = basalt_store::StoreConfig::for_tests(dir.path());
+        cfg.external_log = true;
+        let store = MessageStore::open(cfg).unwrap();
+        std::fs::create_dir_all(dir.path().join("consumequeue")).unwrap();
+        let blocker = dir.path().join("consumequeue").join("Blocked");
+        std::fs::write(&blocker, b"in the way").unwrap();
+        let entries = vec![
+            entry(10, 0, "A", 0),
+            entry(11, 1000, "a/../b", 0),
+            entry(12, 2000, "A", 1),
+            entry(13, 3000, "Blocked", 0),
+            entry(14, 4000, "A", 2),
+        ];
+        let (next, failed) = dispatch_entries(&store, &entries);
+        assert_eq!(next, 13);
+        assert_eq!(failed.map(|(i, _)| i), Some(13));
+        let a = store.consume_queues().get("A", 0).unwrap();
+        assert_eq!(a.max_offset(), 2, "entries after the failed one wait");
+        assert_eq!(store.dispatcher().unplaceable_records(), 1);
+
+        std::fs::remove_file(&blocker).unwrap();
+        let (next, failed) = dispatch_entries(&store, &entries[3..]);
+        assert!(failed.is_none());
+        assert_eq!(next, 15);
+        assert_eq!(a.max_offset(), 3);
+        assert_eq!(
+            store
+                .consume_queues()
+                .get("Blocked", 0)
+                .unwrap()
+                .max_offset(),
+            1
+        );
+        assert!(!dir.path().join("b").exists());
+        store.shutdown();
+    }
+}

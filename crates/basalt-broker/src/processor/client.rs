@@ -229,6 +229,12 @@ pub fn update_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Re
     {
         return resp;
     }
+    if let Err(e) = broker.groups.get_or_create(
+        &h.consumer_group,
+        broker.config.auto_create_subscription_group,
+    ) {
+        return error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string());
+    }
     broker
         .offsets
         .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
