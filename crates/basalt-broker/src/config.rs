@@ -79,6 +79,9 @@ pub struct BrokerConfig {
     pub trace_on: bool,
     pub message_delay_level: String,
     pub ha_listen_port: u16,
+    /// Whether a master listens for HA slaves (Basalt addition; RocketMQ
+    /// always does). Off, the broker runs standalone: no HA port.
+    pub ha_enable: bool,
     pub ha_master_address: Option<String>,
     pub ha_send_heartbeat_interval: Duration,
     pub ha_housekeeping_interval: Duration,
@@ -157,6 +160,7 @@ impl Default for BrokerConfig {
             message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
                 .into(),
             ha_listen_port: 10912,
+            ha_enable: true,
             ha_master_address: None,
             ha_send_heartbeat_interval: Duration::from_secs(5),
             ha_housekeeping_interval: Duration::from_secs(20),
@@ -302,6 +306,7 @@ impl BrokerConfig {
                 self.message_delay_level = v.to_string()
             }
             "haListenPort" => self.ha_listen_port = parse_num(key, v)?,
+            "haEnable" => self.ha_enable = parse_bool(key, v)?,
             "haMasterAddress" => {
                 self.ha_master_address = if v.is_empty() {
                     None

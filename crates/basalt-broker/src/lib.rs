@@ -1,26 +1,30 @@
 //! The Basalt broker: RocketMQ's request processors over the store.
 //!
 //! * [`config`] — broker.conf settings (properties or TOML);
-//! * [`broker`] — start, NameServer registration, housekeeping, shutdown;
-//! * [`processor`] — send, pull (long polling), client membership, offsets,
-//!   admin;
-//! * managers: [`topic_config`], [`subscription_group`], [`consumer_offset`],
-//!   [`client_manager`], [`lock`], [`schedule`] (delay levels).
+//! * [`broker`] — the running broker: its parts, registration, shutdown;
+//!   [`start`] brings one up;
+//! * [`replication`] — how messages are written and copied: standalone,
+//!   classic HA master or slave, or a DLedger ledger; chosen once at start;
+//! * [`processor`] — request handlers: send, pull (long polling), client
+//!   membership and offsets, admin;
+//! * [`metadata`] — the tables kept in `config/*.json`: topics, subscription
+//!   groups, consumer offsets;
+//! * [`clients`] — connected producers and consumers, queue locks, held pulls;
+//! * [`schedule`] — delivery of delayed messages;
+//! * [`filter`] — tag filters for pulls.
 
 pub mod broker;
-pub mod client_manager;
+pub mod clients;
 pub mod config;
-pub mod config_file;
-pub mod consumer_offset;
 pub mod filter;
-pub mod ha;
-pub mod ledger;
-pub mod lock;
-pub mod long_polling;
+pub mod metadata;
 pub mod processor;
+mod registration;
+pub mod replication;
 pub mod schedule;
-pub mod subscription_group;
-pub mod topic_config;
+mod start;
+pub mod writer;
 
-pub use broker::{Broker, BrokerError, BrokerHandle, start};
+pub use broker::{Broker, BrokerError, BrokerHandle};
 pub use config::BrokerConfig;
+pub use start::start;

@@ -13,30 +13,32 @@ use std::time::Duration;
 use basalt_common::constants::{property, topic as reserved};
 use basalt_common::record::{RecordDraft, RecordView};
 use basalt_common::time::now_millis;
-use basalt_store::PutMessageStatus;
 use basalt_store::dispatch::DelayLevels;
+use basalt_store::{MessageStore, PutMessageStatus};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
-use crate::broker::Broker;
-use crate::config_file::ConfigFile;
+use crate::clients::waiters::PullWaiters;
+use crate::metadata::file::ConfigFile;
+use crate::writer::MessageWriter;
 
-/// Next schedule-queue offset to deliver, per delay level.
+/// Next schedule-queue offset to deliver, per delay level
+/// (delayOffset.json). Invariant: an offset only moves forward, except when
+/// a slave copies its master's table.
 #[derive(Debug)]
-pub struct ScheduleService {
+pub struct DelayOffsets {
     file: ConfigFile,
-    pub levels: DelayLevels,
     offsets: Mutex<BTreeMap<i32, i64>>,
     dirty: AtomicBool,
 }
 
-impl ScheduleService {
-    pub fn load(root: &Path, levels: DelayLevels) -> Self {
+impl DelayOffsets {
+    /// Loads delayOffset.json (or its .bak). Blocking.
+    pub fn load(root: &Path) -> Self {
         let file = ConfigFile::new(root, "delayOffset.json");
         let offsets = file.load(parse_delay_offsets).unwrap_or_default();
-        ScheduleService {
+        DelayOffsets {
             file,
-            levels,
             offsets: Mutex::new(offsets),
             dirty: AtomicBool::new(false),
         }
@@ -58,7 +60,7 @@ impl ScheduleService {
         self.offsets.lock().get(&level).copied().unwrap_or(0)
     }
 
-    fn set_offset(&self, level: i32, offset: i64) {
+    pub(crate) fn set_offset(&self, level: i32, offset: i64) {
         self.offsets.lock().insert(level, offset);
         self.dirty.store(true, Ordering::Release);
     }
@@ -101,109 +103,122 @@ fn parse_delay_offsets(text: &str) -> Result<BTreeMap<i32, i64>, String> {
         .collect()
 }
 
-/// Starts one delivery task per delay level.
-pub fn start(broker: Arc<Broker>) -> Vec<JoinHandle<()>> {
-    (1..=broker.schedule.levels.max_level())
-        .map(|level| {
-            let b = Arc::clone(&broker);
-            tokio::spawn(async move { run_level(b, level).await })
-        })
-        .collect()
+/// What delayed delivery needs: the schedule queues, the write path, the
+/// progress table, and the broker's lifecycle.
+#[derive(Debug, Clone)]
+pub struct DelayDelivery {
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) writer: MessageWriter,
+    pub(crate) waiters: Arc<PullWaiters>,
+    pub(crate) offsets: Arc<DelayOffsets>,
+    pub(crate) levels: DelayLevels,
+    pub(crate) store_host: std::net::SocketAddr,
+    pub(crate) shutting_down: Arc<std::sync::atomic::AtomicBool>,
 }
 
-async fn run_level(broker: Arc<Broker>, level: i32) {
-    let queue_id = level - 1;
-    let delay = broker.schedule.levels.delay_of(level);
-    let notify = broker
-        .waiters
-        .notify_for(reserved::SCHEDULE_TOPIC, queue_id);
-    loop {
-        if broker.is_shutting_down() {
-            return;
-        }
-        if broker.is_slave() {
-            // A ledger member delivers only while it is the master; check
-            // again on a slow timer (a configured slave never starts this).
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        }
-        let notified = notify.notified();
+impl DelayDelivery {
+    /// Starts one delivery task per delay level.
+    pub fn start(self) -> Vec<JoinHandle<()>> {
+        (1..=self.levels.max_level())
+            .map(|level| {
+                let d = self.clone();
+                tokio::spawn(async move { d.run_level(level).await })
+            })
+            .collect()
+    }
 
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let offset = broker.schedule.offset(level);
-        let Some(cq) = broker
-            .store
-            .get_consume_queue(reserved::SCHEDULE_TOPIC, queue_id)
-        else {
-            notified.await;
-            continue;
-        };
-        if offset < cq.min_offset() {
-            broker.schedule.set_offset(level, cq.min_offset());
-            continue;
-        }
-        let Some(unit) = cq.unit_at(offset) else {
-            notified.await;
-            continue;
-        };
-        let now = now_millis();
-        // A delivery time further out than the level's delay means the clock
-        // went back; deliver now rather than wait for it.
-        let deliver_at = if unit.tags_code > now + delay {
-            now
-        } else {
-            unit.tags_code
-        };
-        if deliver_at > now {
-            tokio::time::sleep(Duration::from_millis((deliver_at - now) as u64)).await;
-            continue;
-        }
-        match deliver(&broker, unit.physical_offset, unit.size).await {
-            Ok(()) => broker.schedule.set_offset(level, offset + 1),
-            Err(e) => {
-                tracing::warn!(level, offset, error = %e, "delayed delivery failed; retrying in 1 s");
+    async fn run_level(self, level: i32) {
+        let queue_id = level - 1;
+        let delay = self.levels.delay_of(level);
+        let notify = self.waiters.notify_for(reserved::SCHEDULE_TOPIC, queue_id);
+        loop {
+            if self.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            if !self.writer.is_writable() {
+                // A ledger member delivers only while it is the master; check
+                // again on a slow timer (a configured slave never starts this).
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            let notified = notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let offset = self.offsets.offset(level);
+            let Some(cq) = self
+                .store
+                .get_consume_queue(reserved::SCHEDULE_TOPIC, queue_id)
+            else {
+                notified.await;
+                continue;
+            };
+            if offset < cq.min_offset() {
+                self.offsets.set_offset(level, cq.min_offset());
+                continue;
+            }
+            let Some(unit) = cq.unit_at(offset) else {
+                notified.await;
+                continue;
+            };
+            let now = now_millis();
+            // A delivery time further out than the level's delay means the
+            // clock went back; deliver now rather than wait for it.
+            let deliver_at = if unit.tags_code > now + delay {
+                now
+            } else {
+                unit.tags_code
+            };
+            if deliver_at > now {
+                tokio::time::sleep(Duration::from_millis((deliver_at - now) as u64)).await;
+                continue;
+            }
+            match self.deliver(unit.physical_offset, unit.size).await {
+                Ok(()) => self.offsets.set_offset(level, offset + 1),
+                Err(e) => {
+                    tracing::warn!(level, offset, error = %e, "delayed delivery failed; retrying in 1 s");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
             }
         }
     }
-}
 
-/// Re-puts one delayed message to its real topic and queue.
-async fn deliver(broker: &Broker, phys: i64, size: i32) -> Result<(), String> {
-    let Some(rec) = broker.store.log().read_bytes(phys, size as usize) else {
-        // Expired from the CommitLog: nothing to deliver.
-        return Ok(());
-    };
-    let v = RecordView::parse(&rec, false).map_err(|e| e.to_string())?;
-    let text = |k: &str| v.property(k).and_then(|b| std::str::from_utf8(b).ok());
-    let (Some(topic), Some(qid)) = (text(property::REAL_TOPIC), text(property::REAL_QID)) else {
-        tracing::error!(
-            phys,
-            "delayed message without REAL_TOPIC/REAL_QID; dropping it"
-        );
-        return Ok(());
-    };
-    let queue_id: i32 = qid.parse().map_err(|_| format!("bad REAL_QID {qid:?}"))?;
-    let props =
-        basalt_common::properties::without(v.properties, &[property::DELAY, property::CRC32]);
-    let draft = RecordDraft {
-        topic,
-        queue_id,
-        flag: v.flag,
-        sys_flag: v.sys_flag,
-        born_timestamp: v.born_timestamp,
-        born_host: v.born_host,
-        store_host: broker.config.broker_addr(),
-        reconsume_times: v.reconsume_times,
-        prepared_transaction_offset: v.prepared_transaction_offset,
-        body: v.body,
-        properties: &props,
-    };
-    let r = broker.put(&[draft], false).await;
-    if r.status == PutMessageStatus::PutOk {
-        Ok(())
-    } else {
-        Err(format!("{}: {}", r.status, r.detail.unwrap_or_default()))
+    /// Re-puts one delayed message to its real topic and queue.
+    async fn deliver(&self, phys: i64, size: i32) -> Result<(), String> {
+        let Some(rec) = self.store.log().read_bytes(phys, size as usize) else {
+            // Expired from the CommitLog: nothing to deliver.
+            return Ok(());
+        };
+        let v = RecordView::parse(&rec, false).map_err(|e| e.to_string())?;
+        let text = |k: &str| v.property(k).and_then(|b| std::str::from_utf8(b).ok());
+        let (Some(topic), Some(qid)) = (text(property::REAL_TOPIC), text(property::REAL_QID))
+        else {
+            tracing::error!(
+                phys,
+                "delayed message without REAL_TOPIC/REAL_QID; dropping it"
+            );
+            return Ok(());
+        };
+        let queue_id: i32 = qid.parse().map_err(|_| format!("bad REAL_QID {qid:?}"))?;
+        let props =
+            basalt_common::properties::without(v.properties, &[property::DELAY, property::CRC32]);
+        let draft = RecordDraft {
+            topic,
+            queue_id,
+            flag: v.flag,
+            sys_flag: v.sys_flag,
+            born_timestamp: v.born_timestamp,
+            born_host: v.born_host,
+            store_host: self.store_host,
+            reconsume_times: v.reconsume_times,
+            prepared_transaction_offset: v.prepared_transaction_offset,
+            body: v.body,
+            properties: &props,
+        };
+        let r = self.writer.put(&[draft], false).await;
+        if r.status == PutMessageStatus::PutOk {
+            Ok(())
+        } else {
+            Err(format!("{}: {}", r.status, r.detail.unwrap_or_default()))
+        }
     }
 }

@@ -126,7 +126,7 @@ impl Cluster {
     /// Waits until dispatch has caught up with everything sent so far
     /// (a send is acknowledged before its ConsumeQueue unit exists).
     async fn settle(&self) {
-        let store = self.broker.as_ref().unwrap().broker().store.clone();
+        let store = self.broker.as_ref().unwrap().broker().store().clone();
         let ok = tokio::task::spawn_blocking(move || {
             store.wait_dispatched(store.commit_log().max_offset(), Duration::from_secs(10))
         })
@@ -356,7 +356,7 @@ async fn heartbeat_membership_and_consumer_list() {
             .as_ref()
             .unwrap()
             .broker()
-            .topics
+            .topics()
             .contains("%RETRY%CG1")
     );
     // Bad heartbeat bodies get an error, not a crash.

@@ -111,7 +111,7 @@ async fn sync_master_replicates_and_reports_a_missing_slave() {
         basalt_broker::start(config(sdir.path(), &ns_addr, BrokerRole::Slave))
             .await
             .unwrap();
-    let ha = master.broker().ha_master.get().unwrap().clone();
+    let ha = master.broker().replication().ha_master().unwrap().clone();
     wait_until(
         "the slave to connect and catch up",
         Duration::from_secs(20),
@@ -129,15 +129,15 @@ async fn sync_master_replicates_and_reports_a_missing_slave() {
         .await;
         assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
     }
-    let mend = master.broker().store.commit_log().max_offset();
+    let mend = master.broker().store().commit_log().max_offset();
     // A SYNC_MASTER ack means the slave had it: its log reaches the end.
-    let slog = slave.broker().store.commit_log().clone();
+    let slog = slave.broker().store().commit_log().clone();
     wait_until("the slave log", Duration::from_secs(10), || {
         slog.max_offset() >= mend
     })
     .await;
     assert!(
-        master.broker().store.commit_log().files().file_count() > 1,
+        master.broker().store().commit_log().files().file_count() > 1,
         "several files crossed"
     );
 
@@ -158,10 +158,10 @@ async fn sync_master_replicates_and_reports_a_missing_slave() {
         .unwrap();
     let sb = slave.broker().clone();
     wait_until("offset sync", Duration::from_secs(10), || {
-        sb.offsets.query("G", "HaTopic", 1) == Some(7)
+        sb.consumer_offsets().query("G", "HaTopic", 1) == Some(7)
     })
     .await;
-    assert!(sb.topics.contains("HaTopic"));
+    assert!(sb.topics().contains("HaTopic"));
     // The slave refuses sends.
     let r = send(
         &client,

@@ -111,7 +111,7 @@ async fn leader(brokers: &[Option<BrokerHandle>], timeout: Duration) -> usize {
     loop {
         for (i, b) in brokers.iter().enumerate() {
             if let Some(b) = b
-                && !b.broker().is_slave()
+                && b.broker().is_writable()
             {
                 return i;
             }
@@ -126,7 +126,7 @@ async fn leader(brokers: &[Option<BrokerHandle>], timeout: Duration) -> usize {
 
 async fn settle(b: &BrokerHandle, index_at_least: i64) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    let l = b.broker().ledger.get().unwrap().clone();
+    let l = b.broker().replication().ledger().unwrap().clone();
     while l.dispatched_index() < index_at_least {
         assert!(
             Instant::now() < deadline,
@@ -185,8 +185,8 @@ async fn three_members_elect_replicate_and_fail_over() {
         .as_ref()
         .unwrap()
         .broker()
-        .ledger
-        .get()
+        .replication()
+        .ledger()
         .unwrap()
         .status()
         .committed_index;
@@ -228,8 +228,8 @@ async fn three_members_elect_replicate_and_fail_over() {
         .as_ref()
         .unwrap()
         .broker()
-        .ledger
-        .get()
+        .replication()
+        .ledger()
         .unwrap()
         .status()
         .committed_index;

@@ -78,7 +78,7 @@ impl Cluster {
     /// Waits until the ConsumeQueues hold everything acknowledged so far
     /// (a send is answered before its queue unit is written).
     async fn settle(&self) {
-        let store = self.broker.broker().store.clone();
+        let store = self.broker.broker().store().clone();
         let ok = tokio::task::spawn_blocking(move || {
             store.wait_dispatched(store.commit_log().max_offset(), Duration::from_secs(10))
         })
@@ -390,7 +390,7 @@ async fn orderly_consumer_locks_queues_on_the_broker() {
     while sent < 20 {
         let mq = MessageQueue::new(
             "ORD",
-            cluster.broker.broker().config.broker_name.clone(),
+            cluster.broker.broker().config().broker_name.clone(),
             sent % 2,
         );
         match p

@@ -89,12 +89,12 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         println!(
             "  broker   {} cluster={} name={} listening on {}",
             b.broker_addr(),
-            b.config.broker_cluster_name,
-            b.config.broker_name,
+            b.config().broker_cluster_name,
+            b.config().broker_name,
             broker.local_addr()
         );
-        println!("  store    {}", b.config.store_path_root_dir.display());
-        println!("  flush    {}", b.config.flush_disk_type);
+        println!("  store    {}", b.config().store_path_root_dir.display());
+        println!("  flush    {}", b.config().flush_disk_type);
         shutdown_signal().await;
         println!("shutting down");
         broker.shutdown().await;
@@ -132,11 +132,11 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
         let b = broker.broker().clone();
         println!(
             "basalt broker {} (id {}, {}) listening on {}, store {}",
-            b.config.broker_name,
-            b.config.broker_id,
-            b.config.broker_role,
+            b.config().broker_name,
+            b.config().broker_id,
+            b.config().broker_role,
             broker.local_addr(),
-            b.config.store_path_root_dir.display()
+            b.config().store_path_root_dir.display()
         );
         shutdown_signal().await;
         broker.shutdown().await;

@@ -2,7 +2,6 @@
 //! dumps for slaves and tools.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use basalt_common::time::now_millis;
@@ -19,25 +18,25 @@ use basalt_remoting::protocol::{
 };
 use bytes::BytesMut;
 
+use super::paths::AdminPath;
 use super::{bad_header, checks, error};
-use crate::broker::Broker;
-use crate::subscription_group::SubscriptionGroupConfig;
+use crate::metadata::groups::SubscriptionGroupConfig;
 
 fn ok() -> RemotingCommand {
     RemotingCommand::response(response::SUCCESS, None)
 }
 
 /// Topics that cannot be created or deleted by hand.
-fn is_system_topic(broker: &Broker, topic: &str) -> bool {
+fn is_system_topic(a: &AdminPath, topic: &str) -> bool {
     basalt_common::topic::is_system_topic(topic)
-        || topic == broker.config.broker_cluster_name
-        || topic == broker.config.broker_name
+        || topic == a.config.broker_cluster_name
+        || topic == a.config.broker_name
 }
 
 /// UPDATE_AND_CREATE_TOPIC. Answers after the NameServers have the new
 /// topic config (as RocketMQ registers synchronously here), so the caller
 /// can route to the topic as soon as it hears back.
-pub async fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub async fn create_topic(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match CreateTopicRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -45,7 +44,7 @@ pub async fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> Remoti
     if let Err(resp) = checks::client_topic(&h.topic) {
         return resp;
     }
-    if is_system_topic(broker, &h.topic) {
+    if is_system_topic(a, &h.topic) {
         return error(
             response::SYSTEM_ERROR,
             format!("the topic[{}] is conflict with system topic", h.topic),
@@ -61,17 +60,17 @@ pub async fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> Remoti
         Some("MULTI_TAG") => TopicFilterType::MultiTag,
         _ => TopicFilterType::SingleTag,
     };
-    let change = match broker.topics.update(t) {
+    let change = match a.topics.update(t) {
         Ok(c) => c,
         Err(e) => return error(response::SYSTEM_ERROR, e.to_string()),
     };
-    match broker.publish_topic_change(&change).await {
+    match a.registrar.publish_topic_change(&change).await {
         Ok(()) => ok(),
         Err(e) => error(response::SYSTEM_ERROR, e),
     }
 }
 
-pub fn delete_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn delete_topic(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match DeleteTopicRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -79,48 +78,48 @@ pub fn delete_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComm
     if let Err(resp) = checks::any_topic(&h.topic) {
         return resp;
     }
-    if is_system_topic(broker, &h.topic) {
+    if is_system_topic(a, &h.topic) {
         return error(
             response::SYSTEM_ERROR,
             format!("the topic[{}] is a system topic", h.topic),
         );
     }
-    broker.topics.delete(&h.topic);
-    broker.offsets.remove_topic(&h.topic);
-    broker.waiters.remove_topic(&h.topic);
-    if let Err(e) = broker.store.delete_topics(std::slice::from_ref(&h.topic)) {
+    a.topics.delete(&h.topic);
+    a.offsets.remove_topic(&h.topic);
+    a.waiters.remove_topic(&h.topic);
+    if let Err(e) = a.store.delete_topics(std::slice::from_ref(&h.topic)) {
         return error(
             response::SYSTEM_ERROR,
             format!("deleting the topic's queues failed: {e}"),
         );
     }
-    broker.register_soon();
+    a.registrar.register_soon();
     ok()
 }
 
-pub fn all_topic_config(broker: &Arc<Broker>) -> RemotingCommand {
-    ok().with_body(serde_json::to_vec(&broker.topics.snapshot()).unwrap_or_default())
+pub fn all_topic_config(a: &AdminPath) -> RemotingCommand {
+    ok().with_body(serde_json::to_vec(&a.topics.snapshot()).unwrap_or_default())
 }
 
-pub fn topic_config(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn topic_config(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let Some(topic) = req.ext_fields.get("topic") else {
         return error(response::SYSTEM_ERROR, "missing topic");
     };
     if let Err(resp) = checks::any_topic(topic) {
         return resp;
     }
-    match broker.topics.get(topic) {
+    match a.topics.get(topic) {
         Some(t) => ok().with_body(serde_json::to_vec(&t).unwrap_or_default()),
         None => error(
             response::TOPIC_NOT_EXIST,
-            format!("no topic in this broker. topic: {topic}"),
+            format!("no topic in this a. topic: {topic}"),
         ),
     }
 }
 
-pub fn runtime_info(broker: &Arc<Broker>) -> RemotingCommand {
-    let s = broker.store.stats();
-    let st = &broker.stats;
+pub fn runtime_info(a: &AdminPath) -> RemotingCommand {
+    let s = a.store.stats();
+    let st = &a.stats;
     let mut t = BTreeMap::new();
     let mut put = |k: &str, v: String| {
         t.insert(k.to_string(), v);
@@ -130,8 +129,8 @@ pub fn runtime_info(broker: &Arc<Broker>) -> RemotingCommand {
         "brokerVersion",
         basalt_common::constants::MQ_VERSION.to_string(),
     );
-    put("brokerRole", broker.config.broker_role.to_string());
-    put("brokerId", broker.config.broker_id.to_string());
+    put("brokerRole", a.config.broker_role.to_string());
+    put("brokerId", a.config.broker_id.to_string());
     put(
         "msgPutTotalTodayNow",
         st.put_messages.load(Ordering::Relaxed).to_string(),
@@ -163,20 +162,18 @@ pub fn runtime_info(broker: &Arc<Broker>) -> RemotingCommand {
     put("storePoisoned", s.poisoned.to_string());
     put(
         "bootTimestamp",
-        (now_millis() - broker.uptime().as_millis() as i64).to_string(),
+        (now_millis() - a.started_at.elapsed().as_millis() as i64).to_string(),
     );
-    put("runtime", format!("{} s", broker.uptime().as_secs()));
-    put("flushDiskType", broker.config.flush_disk_type.to_string());
-    if let Some(extra) = broker.runtime_extra() {
-        for (k, v) in extra {
-            t.insert(k, v);
-        }
+    put("runtime", format!("{} s", a.started_at.elapsed().as_secs()));
+    put("flushDiskType", a.config.flush_disk_type.to_string());
+    for (k, v) in a.replication.runtime_info(&a.store) {
+        t.insert(k, v);
     }
     ok().with_body(serde_json::to_vec(&KvTable { table: t }).unwrap_or_default())
 }
 
-pub fn broker_config(broker: &Arc<Broker>) -> RemotingCommand {
-    let c = &broker.config;
+pub fn broker_config(a: &AdminPath) -> RemotingCommand {
+    let c = &a.config;
     let text = format!(
         "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nbrokerIP1={}\nlistenPort={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerRole={}\nmappedFileSizeCommitLog={}\nfileReservedTime={}\nautoCreateTopicEnable={}\ndefaultTopicQueueNums={}\n",
         c.broker_cluster_name,
@@ -196,7 +193,7 @@ pub fn broker_config(broker: &Arc<Broker>) -> RemotingCommand {
     ok().with_body(text.into_bytes())
 }
 
-pub fn topic_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn topic_stats(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match GetTopicStatsInfoRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -204,7 +201,7 @@ pub fn topic_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComma
     if let Err(resp) = checks::any_topic(&h.topic) {
         return resp;
     }
-    let Some(t) = broker.topics.get(&h.topic) else {
+    let Some(t) = a.topics.get(&h.topic) else {
         return error(
             response::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist", h.topic),
@@ -212,18 +209,17 @@ pub fn topic_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComma
     };
     let mut table = Vec::new();
     for q in 0..t.write_queue_nums.max(t.read_queue_nums) {
-        let min = broker.store.min_offset_in_queue(&h.topic, q);
-        let max = broker.store.max_offset_in_queue(&h.topic, q);
+        let min = a.store.min_offset_in_queue(&h.topic, q);
+        let max = a.store.max_offset_in_queue(&h.topic, q);
         let last = if max > 0 {
-            broker
-                .store
+            a.store
                 .message_store_timestamp(&h.topic, q, max - 1)
                 .unwrap_or(0)
         } else {
             0
         };
         table.push((
-            MessageQueue::new(h.topic.clone(), broker.config.broker_name.clone(), q),
+            MessageQueue::new(h.topic.clone(), a.config.broker_name.clone(), q),
             TopicOffset {
                 min_offset: min,
                 max_offset: max,
@@ -239,7 +235,7 @@ pub fn topic_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComma
     )
 }
 
-pub fn consume_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn consume_stats(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match GetConsumeStatsRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -250,8 +246,8 @@ pub fn consume_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
     let mut topics = match h.topic.as_deref().filter(|t| !t.is_empty()) {
         Some(t) => vec![t.to_string()],
         None => {
-            let mut v = broker.offsets.topics_of_group(&h.consumer_group);
-            if let Some(g) = broker.clients.consumer_group(&h.consumer_group) {
+            let mut v = a.offsets.topics_of_group(&h.consumer_group);
+            if let Some(g) = a.clients.consumer_group(&h.consumer_group) {
                 v.extend(g.subscriptions.keys().cloned());
             }
             v
@@ -261,25 +257,21 @@ pub fn consume_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
     topics.dedup();
     let mut table = Vec::new();
     for topic in topics {
-        let Some(t) = broker.topics.get(&topic) else {
+        let Some(t) = a.topics.get(&topic) else {
             continue;
         };
         for q in 0..t.read_queue_nums {
-            let broker_offset = broker.store.max_offset_in_queue(&topic, q);
-            let consumer_offset = broker
-                .offsets
-                .query(&h.consumer_group, &topic, q)
-                .unwrap_or(-1);
+            let broker_offset = a.store.max_offset_in_queue(&topic, q);
+            let consumer_offset = a.offsets.query(&h.consumer_group, &topic, q).unwrap_or(-1);
             let last = if consumer_offset > 0 {
-                broker
-                    .store
+                a.store
                     .message_store_timestamp(&topic, q, consumer_offset - 1)
                     .unwrap_or(0)
             } else {
                 0
             };
             table.push((
-                MessageQueue::new(topic.clone(), broker.config.broker_name.clone(), q),
+                MessageQueue::new(topic.clone(), a.config.broker_name.clone(), q),
                 OffsetWrapper {
                     broker_offset,
                     consumer_offset,
@@ -298,14 +290,14 @@ pub fn consume_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
     )
 }
 
-pub fn consumer_connections(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn consumer_connections(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let Some(group) = req.ext_fields.get("consumerGroup") else {
         return error(response::SYSTEM_ERROR, "missing consumerGroup");
     };
     if let Err(resp) = checks::group(group) {
         return resp;
     }
-    let Some(g) = broker.clients.consumer_group(group) else {
+    let Some(g) = a.clients.consumer_group(group) else {
         return error(
             response::CONSUMER_NOT_ONLINE,
             format!("the consumer group[{group}] not online"),
@@ -338,7 +330,7 @@ pub fn consumer_connections(broker: &Arc<Broker>, req: &RemotingCommand) -> Remo
     ok().with_body(serde_json::to_vec(&body).unwrap_or_default())
 }
 
-pub fn query_message(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn query_message(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match QueryMessageRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -352,7 +344,7 @@ pub fn query_message(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
     } else {
         h.end_timestamp
     };
-    let r = broker
+    let r = a
         .store
         .query_message(&h.topic, &h.key, max, h.begin_timestamp, end);
     let header = QueryMessageResponseHeader {
@@ -373,12 +365,12 @@ pub fn query_message(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
     ok().with_ext(header.to_ext()).with_body(body.freeze())
 }
 
-pub fn view_message(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn view_message(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match ViewMessageRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
-    match broker.store.look_message_by_offset(h.offset) {
+    match a.store.look_message_by_offset(h.offset) {
         Some(rec) => ok().with_body(rec),
         None => error(
             response::SYSTEM_ERROR,
@@ -387,22 +379,19 @@ pub fn view_message(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComm
     }
 }
 
-pub fn all_consumer_offsets(broker: &Arc<Broker>) -> RemotingCommand {
-    ok().with_body(broker.offsets.encode().into_bytes())
+pub fn all_consumer_offsets(a: &AdminPath) -> RemotingCommand {
+    ok().with_body(a.offsets.encode().into_bytes())
 }
 
-pub fn all_delay_offsets(broker: &Arc<Broker>) -> RemotingCommand {
-    ok().with_body(broker.schedule.encode().into_bytes())
+pub fn all_delay_offsets(a: &AdminPath) -> RemotingCommand {
+    ok().with_body(a.delay_offsets.encode().into_bytes())
 }
 
-pub fn all_subscription_groups(broker: &Arc<Broker>) -> RemotingCommand {
-    ok().with_body(serde_json::to_vec(&broker.groups.snapshot()).unwrap_or_default())
+pub fn all_subscription_groups(a: &AdminPath) -> RemotingCommand {
+    ok().with_body(serde_json::to_vec(&a.groups.snapshot()).unwrap_or_default())
 }
 
-pub async fn create_subscription_group(
-    broker: &Arc<Broker>,
-    req: &RemotingCommand,
-) -> RemotingCommand {
+pub async fn create_subscription_group(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let g: SubscriptionGroupConfig = match basalt_remoting::fastjson::from_slice(&req.body) {
         Ok(g) => g,
         Err(e) => {
@@ -412,23 +401,23 @@ pub async fn create_subscription_group(
             );
         }
     };
-    let generation = match broker.groups.update(g) {
+    let generation = match a.groups.update(g) {
         Ok((_, generation)) => generation,
         Err(e) => return error(response::SYSTEM_ERROR, e.to_string()),
     };
-    match broker.groups.persisted(generation).await {
+    match a.groups.persisted(generation).await {
         Ok(()) => ok(),
         Err(e) => error(response::SYSTEM_ERROR, e),
     }
 }
 
-pub fn delete_subscription_group(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn delete_subscription_group(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let Some(group) = req.ext_fields.get("groupName") else {
         return error(response::SYSTEM_ERROR, "missing groupName");
     };
     if let Err(resp) = checks::group(group) {
         return resp;
     }
-    broker.groups.delete(group);
+    a.groups.delete(group);
     ok()
 }

@@ -6,8 +6,11 @@ use basalt_remoting::RemotingCommand;
 use basalt_remoting::code::response;
 use basalt_remoting::protocol::TopicConfig;
 
+use basalt_store::MessageStore;
+
 use super::error;
-use crate::broker::Broker;
+use crate::metadata::topics::TopicConfigManager;
+use crate::replication::Replication;
 
 /// A topic a client names for sending or creating: RocketMQ's rules.
 pub(crate) fn client_topic(topic: &str) -> Result<(), RemotingCommand> {
@@ -31,15 +34,16 @@ pub(crate) fn group(group: &str) -> Result<(), RemotingCommand> {
 /// A queue this broker serves: the topic exists (or, on a slave, arrived
 /// through replication) and `queue_id` is one of its queues.
 pub(crate) fn served_queue(
-    broker: &Broker,
+    topics: &TopicConfigManager,
+    store: &MessageStore,
+    replication: &Replication,
     topic: &str,
     queue_id: i32,
 ) -> Result<TopicConfig, RemotingCommand> {
     any_topic(topic)?;
-    let Some(t) = broker
-        .topics
+    let Some(t) = topics
         .get(topic)
-        .or_else(|| replicated_topic(broker, topic))
+        .or_else(|| replicated_topic(store, replication, topic))
     else {
         return Err(error(
             response::TOPIC_NOT_EXIST,
@@ -60,11 +64,15 @@ pub(crate) fn served_queue(
 /// periodic copy of the master's topics.json did: it is served from the
 /// queues the store holds, so consumers that fail over to the slave right
 /// after the master died still read everything that was acknowledged.
-pub(crate) fn replicated_topic(broker: &Broker, topic: &str) -> Option<TopicConfig> {
-    if !broker.is_slave() {
+pub(crate) fn replicated_topic(
+    store: &MessageStore,
+    replication: &Replication,
+    topic: &str,
+) -> Option<TopicConfig> {
+    if replication.is_writable() {
         return None;
     }
-    let queues = broker.store.consume_queues().topic_queues(topic);
+    let queues = store.consume_queues().topic_queues(topic);
     let n = queues.iter().map(|q| q.queue_id() + 1).max()?;
     Some(TopicConfig::new(topic, n))
 }

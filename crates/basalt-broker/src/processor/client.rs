@@ -2,7 +2,6 @@
 //! GET_CONSUMER_LIST_BY_GROUP, consumer offsets, queue offsets, queue locks
 //! (spec §2.5, §2.6, §2.8).
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use basalt_common::constants::perm;
@@ -19,10 +18,10 @@ use basalt_remoting::protocol::{
 use basalt_remoting::{Channel, RemotingCommand};
 use basalt_store::BoundaryType;
 
+use super::paths::ClientPath;
 use super::{bad_header, checks, error};
-use crate::broker::Broker;
-use crate::client_manager::ClientChannel;
-use crate::subscription_group::GroupCreateError;
+use crate::clients::registry::ClientChannel;
+use crate::metadata::groups::GroupCreateError;
 
 fn ok() -> RemotingCommand {
     RemotingCommand::response(response::SUCCESS, None)
@@ -35,7 +34,7 @@ fn offset_response(offset: i64) -> RemotingCommand {
 /// HEART_BEAT. A group's first heartbeat creates its retry topic, which is
 /// registered with the NameServers before the answer (as in RocketMQ).
 pub async fn heartbeat(
-    broker: &Arc<Broker>,
+    c: &ClientPath,
     channel: &Channel,
     req: &RemotingCommand,
 ) -> RemotingCommand {
@@ -47,49 +46,47 @@ pub async fn heartbeat(
         return resp;
     }
     let now = Instant::now();
-    for c in data.consumer_data_set {
-        let g = match broker
+    for cd in data.consumer_data_set {
+        let g = match c
             .groups
-            .get_or_create(&c.group_name, broker.config.auto_create_subscription_group)
+            .get_or_create(&cd.group_name, c.config.auto_create_subscription_group)
         {
             Ok(g) => g,
             Err(GroupCreateError::NotAllowed(_)) => continue,
             Err(e) => return error(response::SYSTEM_ERROR, e.to_string()),
         };
-        if !broker.is_slave() {
-            let retry = basalt_common::topic::retry_topic(&c.group_name);
-            let created = broker.topics.create_if_missing(
-                &retry,
-                g.retry_queue_nums,
-                perm::READ | perm::WRITE,
-            );
+        if c.replication.is_writable() {
+            let retry = basalt_common::topic::retry_topic(&cd.group_name);
+            let created =
+                c.topics
+                    .create_if_missing(&retry, g.retry_queue_nums, perm::READ | perm::WRITE);
             let published = match created {
-                Ok(change) => broker.publish_topic_change(&change).await,
+                Ok(change) => c.registrar.publish_topic_change(&change).await,
                 Err(e) => Err(e.to_string()),
             };
             if let Err(e) = published {
                 return error(response::SYSTEM_ERROR, e);
             }
         }
-        let changed = broker.clients.register_consumer(
-            &c.group_name,
+        let changed = c.clients.register_consumer(
+            &cd.group_name,
             ClientChannel {
                 channel: channel.clone(),
                 client_id: data.client_id.clone(),
                 last_update: now,
             },
-            c.consume_type,
-            c.message_model,
-            c.consume_from_where,
-            c.subscription_data_set,
+            cd.consume_type,
+            cd.message_model,
+            cd.consume_from_where,
+            cd.subscription_data_set,
         );
         if changed {
-            tracing::info!(group = %c.group_name, client = %data.client_id, "consumer group changed");
-            broker.notify_consumer_ids_changed(&c.group_name);
+            tracing::info!(group = %cd.group_name, client = %data.client_id, "consumer group changed");
+            c.notify_consumer_ids_changed(&cd.group_name);
         }
     }
     for p in data.producer_data_set {
-        broker.clients.register_producer(
+        c.clients.register_producer(
             &p.group_name,
             ClientChannel {
                 channel: channel.clone(),
@@ -116,7 +113,7 @@ fn check_heartbeat(data: &HeartbeatData) -> Result<(), RemotingCommand> {
 }
 
 pub fn unregister_client(
-    broker: &Arc<Broker>,
+    c: &ClientPath,
     channel: &Channel,
     req: &RemotingCommand,
 ) -> RemotingCommand {
@@ -134,17 +131,17 @@ pub fn unregister_client(
         }
     }
     if let Some(g) = h.producer_group.as_deref().filter(|g| !g.is_empty()) {
-        broker.clients.unregister_producer(g, channel.id());
+        c.clients.unregister_producer(g, channel.id());
     }
     if let Some(g) = h.consumer_group.as_deref().filter(|g| !g.is_empty())
-        && broker.clients.unregister_consumer(g, channel.id())
+        && c.clients.unregister_consumer(g, channel.id())
     {
-        broker.notify_consumer_ids_changed(g);
+        c.notify_consumer_ids_changed(g);
     }
     ok()
 }
 
-pub fn consumer_list(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn consumer_list(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match GetConsumerListByGroupRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -152,7 +149,7 @@ pub fn consumer_list(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
     if let Err(resp) = checks::group(&h.consumer_group) {
         return resp;
     }
-    let ids = broker
+    let ids = c
         .clients
         .consumer_group(&h.consumer_group)
         .map(|g| g.client_ids())
@@ -170,7 +167,7 @@ pub fn consumer_list(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
     ok().with_body(body)
 }
 
-pub fn query_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn query_consumer_offset(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match QueryConsumerOffsetRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -178,10 +175,7 @@ pub fn query_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Rem
     if let Err(resp) = checks::group(&h.consumer_group).and(checks::any_topic(&h.topic)) {
         return resp;
     }
-    if let Some(o) = broker
-        .offsets
-        .query(&h.consumer_group, &h.topic, h.queue_id)
-    {
+    if let Some(o) = c.offsets.query(&h.consumer_group, &h.topic, h.queue_id) {
         return offset_response(o);
     }
     if h.set_zero_if_not_found == Some(false) {
@@ -193,8 +187,8 @@ pub fn query_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Rem
     // A new group on a queue whose first message is still around and in
     // memory starts at 0, as in Java; otherwise the client applies its
     // consume-from-where rule.
-    let min = broker.store.min_offset_in_queue(&h.topic, h.queue_id);
-    if min <= 0 && first_message_in_memory(broker, &h.topic, h.queue_id) {
+    let min = c.store.min_offset_in_queue(&h.topic, h.queue_id);
+    if min <= 0 && first_message_in_memory(c, &h.topic, h.queue_id) {
         return offset_response(0);
     }
     error(
@@ -203,15 +197,15 @@ pub fn query_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Rem
     )
 }
 
-fn first_message_in_memory(broker: &Broker, topic: &str, queue_id: i32) -> bool {
-    match broker.store.commit_log_offset_in_queue(topic, queue_id, 0) {
-        Some(phys) => broker.store.is_in_memory(phys),
+fn first_message_in_memory(c: &ClientPath, topic: &str, queue_id: i32) -> bool {
+    match c.store.commit_log_offset_in_queue(topic, queue_id, 0) {
+        Some(phys) => c.store.is_in_memory(phys),
         // Empty or missing queue: nothing to skip.
         None => true,
     }
 }
 
-pub fn update_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn update_consumer_offset(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match UpdateConsumerOffsetRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -222,52 +216,51 @@ pub fn update_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Re
             format!("illegal offset {}", h.commit_offset),
         );
     }
-    // Offsets only for a real group name and a queue this broker serves:
+    // Offsets only for a real group name and a queue this c serves:
     // the table cannot be filled with made-up topics and queues.
-    if let Err(resp) = checks::group(&h.consumer_group)
-        .and_then(|_| checks::served_queue(broker, &h.topic, h.queue_id))
-    {
+    if let Err(resp) = checks::group(&h.consumer_group).and_then(|_| {
+        checks::served_queue(&c.topics, &c.store, &c.replication, &h.topic, h.queue_id)
+    }) {
         return resp;
     }
-    if let Err(e) = broker.groups.get_or_create(
-        &h.consumer_group,
-        broker.config.auto_create_subscription_group,
-    ) {
+    if let Err(e) = c
+        .groups
+        .get_or_create(&h.consumer_group, c.config.auto_create_subscription_group)
+    {
         return error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string());
     }
-    broker
-        .offsets
+    c.offsets
         .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     ok()
 }
 
-pub fn max_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn max_offset(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     match GetMaxOffsetRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => match checks::any_topic(&h.topic) {
-            Ok(()) => offset_response(broker.store.max_offset_in_queue(&h.topic, h.queue_id)),
+            Ok(()) => offset_response(c.store.max_offset_in_queue(&h.topic, h.queue_id)),
             Err(resp) => resp,
         },
         Err(e) => bad_header(e),
     }
 }
 
-pub fn min_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn min_offset(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     match GetMinOffsetRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => match checks::any_topic(&h.topic) {
-            Ok(()) => offset_response(broker.store.min_offset_in_queue(&h.topic, h.queue_id)),
+            Ok(()) => offset_response(c.store.min_offset_in_queue(&h.topic, h.queue_id)),
             Err(resp) => resp,
         },
         Err(e) => bad_header(e),
     }
 }
 
-pub fn earliest_msg_storetime(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn earliest_msg_storetime(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     match GetEarliestMsgStoretimeRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => {
             if let Err(resp) = checks::any_topic(&h.topic) {
                 return resp;
             }
-            let ts = broker
+            let ts = c
                 .store
                 .earliest_message_time(&h.topic, h.queue_id)
                 .unwrap_or(-1);
@@ -277,7 +270,7 @@ pub fn earliest_msg_storetime(broker: &Arc<Broker>, req: &RemotingCommand) -> Re
     }
 }
 
-pub fn search_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn search_offset(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match SearchOffsetRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(e),
@@ -300,23 +293,21 @@ pub fn search_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
             );
         }
     };
-    offset_response(broker.store.offset_in_queue_by_time(
-        &h.topic,
-        h.queue_id,
-        h.timestamp,
-        boundary,
-    ))
+    offset_response(
+        c.store
+            .offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp, boundary),
+    )
 }
 
-pub fn lock_batch(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn lock_batch(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     let body: LockBatchRequestBody = match basalt_remoting::fastjson::from_slice(&req.body) {
         Ok(b) => b,
         Err(e) => return error(response::SYSTEM_ERROR, format!("bad lock body: {e}")),
     };
-    if let Err(resp) = check_lock_body(broker, &body) {
+    if let Err(resp) = check_lock_body(c, &body) {
         return resp;
     }
-    let locked = broker
+    let locked = c
         .locks
         .try_lock(&body.consumer_group, &body.client_id, &body.mq_set);
     let resp = LockBatchResponseBody {
@@ -325,26 +316,25 @@ pub fn lock_batch(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComman
     ok().with_body(serde_json::to_vec(&resp).unwrap_or_default())
 }
 
-pub fn unlock_batch(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub fn unlock_batch(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
     let body: LockBatchRequestBody = match basalt_remoting::fastjson::from_slice(&req.body) {
         Ok(b) => b,
         Err(e) => return error(response::SYSTEM_ERROR, format!("bad unlock body: {e}")),
     };
-    if let Err(resp) = check_lock_body(broker, &body) {
+    if let Err(resp) = check_lock_body(c, &body) {
         return resp;
     }
-    broker
-        .locks
+    c.locks
         .unlock(&body.consumer_group, &body.client_id, &body.mq_set);
     ok()
 }
 
-/// A lock request names a real group and only queues this broker serves, so
+/// A lock request names a real group and only queues this c serves, so
 /// the lock table stays bounded by groups times real queues.
-fn check_lock_body(broker: &Broker, body: &LockBatchRequestBody) -> Result<(), RemotingCommand> {
+fn check_lock_body(c: &ClientPath, body: &LockBatchRequestBody) -> Result<(), RemotingCommand> {
     checks::group(&body.consumer_group)?;
     for mq in &body.mq_set {
-        checks::served_queue(broker, &mq.topic, mq.queue_id)?;
+        checks::served_queue(&c.topics, &c.store, &c.replication, &mq.topic, mq.queue_id)?;
     }
     Ok(())
 }

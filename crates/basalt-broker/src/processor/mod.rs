@@ -9,24 +9,33 @@
 mod admin;
 mod checks;
 mod client;
+pub mod paths;
 mod pull;
 mod send;
-
-use std::sync::Arc;
 
 use basalt_remoting::code::{request, response};
 use basalt_remoting::{Channel, HeaderError, RemotingCommand, RequestProcessor};
 
+use self::paths::{AdminPath, ClientPath, PullPath, SendPath};
 use crate::broker::Broker;
 
-/// The broker's [`RequestProcessor`].
+/// The broker's [`RequestProcessor`]: routes each request code to its
+/// handler, giving each handler only its path's handle.
 pub struct BrokerProcessor {
-    broker: Arc<Broker>,
+    send: SendPath,
+    pull: PullPath,
+    clients: ClientPath,
+    admin: AdminPath,
 }
 
 impl BrokerProcessor {
-    pub fn new(broker: Arc<Broker>) -> Self {
-        BrokerProcessor { broker }
+    pub fn new(broker: &Broker) -> Self {
+        BrokerProcessor {
+            send: broker.send_path(),
+            pull: broker.pull_path(),
+            clients: broker.client_path(),
+            admin: broker.admin_path(),
+        }
     }
 }
 
@@ -42,57 +51,58 @@ pub(crate) fn bad_header(e: HeaderError) -> RemotingCommand {
 
 impl RequestProcessor for BrokerProcessor {
     async fn process(&self, channel: &Channel, req: RemotingCommand) -> Option<RemotingCommand> {
-        let b = &self.broker;
+        let (s, c, a) = (&self.send, &self.clients, &self.admin);
         let resp = match req.code {
             request::SEND_MESSAGE
             | request::SEND_MESSAGE_V2
             | request::SEND_BATCH_MESSAGE
             | request::SEND_REPLY_MESSAGE
-            | request::SEND_REPLY_MESSAGE_V2 => send::send(b, channel, &req).await,
-            request::CONSUMER_SEND_MSG_BACK => send::send_back(b, channel, &req).await,
-            request::PULL_MESSAGE | request::LITE_PULL_MESSAGE => pull::pull(b, &req).await,
-            request::HEART_BEAT => client::heartbeat(b, channel, &req).await,
-            request::UNREGISTER_CLIENT => client::unregister_client(b, channel, &req),
-            request::GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(b, &req),
-            request::QUERY_CONSUMER_OFFSET => client::query_consumer_offset(b, &req),
-            request::UPDATE_CONSUMER_OFFSET => client::update_consumer_offset(b, &req),
-            request::GET_MAX_OFFSET => client::max_offset(b, &req),
-            request::GET_MIN_OFFSET => client::min_offset(b, &req),
-            request::GET_EARLIEST_MSG_STORETIME => client::earliest_msg_storetime(b, &req),
-            request::SEARCH_OFFSET_BY_TIMESTAMP => client::search_offset(b, &req),
-            request::LOCK_BATCH_MQ => client::lock_batch(b, &req),
-            request::UNLOCK_BATCH_MQ => client::unlock_batch(b, &req),
+            | request::SEND_REPLY_MESSAGE_V2 => send::send(s, channel, &req).await,
+            request::CONSUMER_SEND_MSG_BACK => send::send_back(s, channel, &req).await,
+            request::PULL_MESSAGE | request::LITE_PULL_MESSAGE => {
+                pull::pull(&self.pull, &req).await
+            }
+            request::HEART_BEAT => client::heartbeat(c, channel, &req).await,
+            request::UNREGISTER_CLIENT => client::unregister_client(c, channel, &req),
+            request::GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(c, &req),
+            request::QUERY_CONSUMER_OFFSET => client::query_consumer_offset(c, &req),
+            request::UPDATE_CONSUMER_OFFSET => client::update_consumer_offset(c, &req),
+            request::GET_MAX_OFFSET => client::max_offset(c, &req),
+            request::GET_MIN_OFFSET => client::min_offset(c, &req),
+            request::GET_EARLIEST_MSG_STORETIME => client::earliest_msg_storetime(c, &req),
+            request::SEARCH_OFFSET_BY_TIMESTAMP => client::search_offset(c, &req),
+            request::LOCK_BATCH_MQ => client::lock_batch(c, &req),
+            request::UNLOCK_BATCH_MQ => client::unlock_batch(c, &req),
             request::END_TRANSACTION => error(
                 response::NO_PERMISSION,
                 "transactional messages are not supported by this broker",
             ),
-            request::UPDATE_AND_CREATE_TOPIC => admin::create_topic(b, &req).await,
-            request::DELETE_TOPIC_IN_BROKER => admin::delete_topic(b, &req),
-            request::GET_ALL_TOPIC_CONFIG => admin::all_topic_config(b),
-            request::GET_TOPIC_CONFIG => admin::topic_config(b, &req),
-            request::GET_BROKER_RUNTIME_INFO => admin::runtime_info(b),
-            request::GET_BROKER_CONFIG => admin::broker_config(b),
-            request::GET_TOPIC_STATS_INFO => admin::topic_stats(b, &req),
-            request::GET_CONSUME_STATS => admin::consume_stats(b, &req),
-            request::GET_CONSUMER_CONNECTION_LIST => admin::consumer_connections(b, &req),
-            request::QUERY_MESSAGE => admin::query_message(b, &req),
-            request::VIEW_MESSAGE_BY_ID => admin::view_message(b, &req),
-            request::GET_ALL_CONSUMER_OFFSET => admin::all_consumer_offsets(b),
-            request::GET_ALL_DELAY_OFFSET => admin::all_delay_offsets(b),
-            request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => admin::all_subscription_groups(b),
+            request::UPDATE_AND_CREATE_TOPIC => admin::create_topic(a, &req).await,
+            request::DELETE_TOPIC_IN_BROKER => admin::delete_topic(a, &req),
+            request::GET_ALL_TOPIC_CONFIG => admin::all_topic_config(a),
+            request::GET_TOPIC_CONFIG => admin::topic_config(a, &req),
+            request::GET_BROKER_RUNTIME_INFO => admin::runtime_info(a),
+            request::GET_BROKER_CONFIG => admin::broker_config(a),
+            request::GET_TOPIC_STATS_INFO => admin::topic_stats(a, &req),
+            request::GET_CONSUME_STATS => admin::consume_stats(a, &req),
+            request::GET_CONSUMER_CONNECTION_LIST => admin::consumer_connections(a, &req),
+            request::QUERY_MESSAGE => admin::query_message(a, &req),
+            request::VIEW_MESSAGE_BY_ID => admin::view_message(a, &req),
+            request::GET_ALL_CONSUMER_OFFSET => admin::all_consumer_offsets(a),
+            request::GET_ALL_DELAY_OFFSET => admin::all_delay_offsets(a),
+            request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => admin::all_subscription_groups(a),
             request::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-                admin::create_subscription_group(b, &req).await
+                admin::create_subscription_group(a, &req).await
             }
-            request::DELETE_SUBSCRIPTIONGROUP => admin::delete_subscription_group(b, &req),
+            request::DELETE_SUBSCRIPTIONGROUP => admin::delete_subscription_group(a, &req),
             _ => RemotingCommand::not_supported(&req),
         };
         Some(resp)
     }
 
     fn on_channel_closed(&self, channel: &Channel) {
-        let b = &self.broker;
-        for group in b.clients.channel_closed(channel.id()) {
-            b.notify_consumer_ids_changed(&group);
+        for group in self.clients.clients.channel_closed(channel.id()) {
+            self.clients.notify_consumer_ids_changed(&group);
         }
     }
 }

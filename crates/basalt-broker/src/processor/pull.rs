@@ -1,6 +1,5 @@
 //! PULL_MESSAGE / LITE_PULL_MESSAGE with long polling (spec §2.4).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -13,7 +12,7 @@ use basalt_store::{GetMessageRequest, GetMessageResult, GetMessageStatus, Messag
 use bytes::{Bytes, BytesMut};
 
 use super::error;
-use crate::broker::Broker;
+use super::paths::PullPath;
 use crate::filter::TagFilter;
 
 /// PullSysFlag bits.
@@ -31,25 +30,22 @@ struct PullPlan {
     group_broker_id: i64,
 }
 
-fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, RemotingCommand> {
+fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCommand> {
     let h = PullMessageRequestHeader::from_ext(&req.ext_fields).map_err(super::bad_header)?;
     super::checks::group(&h.consumer_group)?;
     super::checks::any_topic(&h.topic)?;
-    if !perm::is_readable(broker.config.broker_permission) {
+    if !perm::is_readable(p.config.broker_permission) {
         return Err(error(
             response::NO_PERMISSION,
             format!(
-                "the broker[{}] pulling message is forbidden",
-                broker.broker_addr()
+                "the p[{}] pulling message is forbidden",
+                p.config.broker_addr()
             ),
         ));
     }
-    let g = broker
+    let g = p
         .groups
-        .get_or_create(
-            &h.consumer_group,
-            broker.config.auto_create_subscription_group,
-        )
+        .get_or_create(&h.consumer_group, p.config.auto_create_subscription_group)
         .map_err(|e| error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string()))?;
     if !g.consume_enable {
         return Err(error(
@@ -57,10 +53,10 @@ fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, Remotin
             format!("subscription group no permission, {}", h.consumer_group),
         ));
     }
-    let Some(t) = broker
+    let Some(t) = p
         .topics
         .get(&h.topic)
-        .or_else(|| super::checks::replicated_topic(broker, &h.topic))
+        .or_else(|| super::checks::replicated_topic(&p.store, &p.replication, &h.topic))
     else {
         return Err(error(
             response::TOPIC_NOT_EXIST,
@@ -93,7 +89,7 @@ fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, Remotin
         }
         TagFilter::parse(h.subscription.as_deref().unwrap_or("*"))
     } else {
-        let Some(cg) = broker.clients.consumer_group(&h.consumer_group) else {
+        let Some(cg) = p.clients.consumer_group(&h.consumer_group) else {
             return Err(error(
                 response::SUBSCRIPTION_NOT_EXIST,
                 format!(
@@ -147,40 +143,39 @@ fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, Remotin
 
 /// Handles a pull: answers at once when there is something to say, or holds
 /// the request until a message arrives or the suspend time passes.
-pub async fn pull(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
-    let p = match plan(broker, req) {
-        Ok(p) => p,
+pub async fn pull(p: &PullPath, req: &RemotingCommand) -> RemotingCommand {
+    let plan = match plan_pull(p, req) {
+        Ok(plan) => plan,
         Err(resp) => return resp,
     };
-    let h = &p.h;
-    let may_commit = !broker.is_slave();
+    let h = &plan.h;
+    let may_commit = p.replication.is_writable();
     if h.sys_flag & pull_flag::COMMIT_OFFSET != 0 && may_commit && h.commit_offset >= 0 {
-        broker
-            .offsets
+        p.offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
     let suspend = h.sys_flag & pull_flag::SUSPEND != 0;
-    let hold = if broker.config.long_polling_enable {
+    let hold = if p.config.long_polling_enable {
         // A client may ask to be held for as long as it likes; the broker
         // holds no longer than its own limit.
         Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
-            .min(broker.config.max_long_polling_suspend)
+            .min(p.config.max_long_polling_suspend)
     } else {
-        broker.config.short_polling_time_mills
+        p.config.short_polling_time_mills
     };
     let deadline = Instant::now() + hold;
-    let notify = broker.waiters.notify_for(&h.topic, h.queue_id);
+    let notify = p.waiters.notify_for(&h.topic, h.queue_id);
     loop {
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let result = get(broker, &p);
+        let result = get(p, &plan);
         let waiting_helps = result.status == GetMessageStatus::OffsetOverflowOne
             || result.status == GetMessageStatus::OffsetFoundNull
             || (result.status == GetMessageStatus::NoMessageInQueue && h.queue_offset == 0)
             || (result.status == GetMessageStatus::NoMatchedLogicQueue && h.queue_offset == 0);
         let now = Instant::now();
-        if suspend && waiting_helps && now < deadline && !broker.is_shutting_down() {
+        if suspend && waiting_helps && now < deadline && !p.shutting_down.load(Ordering::Acquire) {
             tokio::select! {
                 _ = &mut notified => {}
                 _ = tokio::time::sleep(deadline - now) => {}
@@ -189,35 +184,35 @@ pub async fn pull(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComman
                 continue;
             }
             // Time is up: one last look, then answer whatever it says.
-            let result = get(broker, &p);
-            return respond(broker, &p, result);
+            let result = get(p, &plan);
+            return respond(p, &plan, result);
         }
-        return respond(broker, &p, result);
+        return respond(p, &plan, result);
     }
 }
 
-fn get(broker: &Broker, p: &PullPlan) -> GetMessageResult {
-    let h = &p.h;
-    let filter: Option<&dyn MessageFilter> = if p.filter.matches_all() {
+fn get(p: &PullPath, plan: &PullPlan) -> GetMessageResult {
+    let h = &plan.h;
+    let filter: Option<&dyn MessageFilter> = if plan.filter.matches_all() {
         None
     } else {
-        Some(&p.filter)
+        Some(&plan.filter)
     };
-    broker.store.get_message(
+    p.store.get_message(
         &GetMessageRequest {
             topic: &h.topic,
             queue_id: h.queue_id,
             offset: h.queue_offset,
             max_msgs: h.max_msg_nums.clamp(1, 1024) as usize,
             max_bytes: h.max_msg_bytes.filter(|b| *b > 0).map(|b| b as usize),
-            correct_offsets: !broker.is_slave() || broker.config.offset_check_in_slave,
+            correct_offsets: p.replication.is_writable() || p.config.offset_check_in_slave,
         },
         filter,
     )
 }
 
-fn respond(broker: &Broker, p: &PullPlan, r: GetMessageResult) -> RemotingCommand {
-    let h = &p.h;
+fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingCommand {
+    let h = &plan.h;
     let mut code = match r.status {
         GetMessageStatus::Found => response::SUCCESS,
         GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {
@@ -237,24 +232,24 @@ fn respond(broker: &Broker, p: &PullPlan, r: GetMessageResult) -> RemotingComman
             response::PULL_OFFSET_MOVED
         }
     };
-    let mut suggest = if broker.config.slave_read_enable {
+    let mut suggest = if p.config.slave_read_enable {
         if r.suggest_pulling_from_slave {
-            p.which_broker_when_slow
+            plan.which_broker_when_slow
         } else {
-            p.group_broker_id
+            plan.group_broker_id
         }
     } else {
         0
     };
     // A slave serves pulls (consumers come to it when the master is gone or
     // suggests it), but does not move a consumer's offset on its own view.
-    if broker.is_slave()
+    if !p.replication.is_writable()
         && code == response::PULL_OFFSET_MOVED
-        && !broker.config.offset_check_in_slave
+        && !p.config.offset_check_in_slave
     {
         code = response::PULL_RETRY_IMMEDIATELY;
     }
-    if broker.is_slave() && !broker.config.slave_read_enable {
+    if !p.replication.is_writable() && !p.config.slave_read_enable {
         suggest = 0;
     }
     let header = PullMessageResponseHeader {
@@ -270,15 +265,13 @@ fn respond(broker: &Broker, p: &PullPlan, r: GetMessageResult) -> RemotingComman
     let mut resp = RemotingCommand::response(code, Some(r.status.name().to_string()))
         .with_ext(header.to_ext());
     if code == response::SUCCESS {
-        broker
-            .stats
+        p.stats
             .get_messages
             .fetch_add(r.messages.len() as u64, Ordering::Relaxed);
-        broker
-            .stats
+        p.stats
             .get_bytes
             .fetch_add(r.buffer_total_size as u64, Ordering::Relaxed);
-        resp.body = join_records(broker, &r.messages, r.buffer_total_size);
+        resp.body = join_records(p, &r.messages, r.buffer_total_size);
         resp.remark = None;
     }
     resp
@@ -287,7 +280,7 @@ fn respond(broker: &Broker, p: &PullPlan, r: GetMessageResult) -> RemotingComman
 /// The pull body: the stored records back to back, as they are on disk.
 /// Records that sit next to each other in one CommitLog file are sent as one
 /// zero-copy view of the mapping; otherwise they are copied once.
-fn join_records(broker: &Broker, msgs: &[Bytes], total: usize) -> Bytes {
+fn join_records(p: &PullPath, msgs: &[Bytes], total: usize) -> Bytes {
     match msgs {
         [] => Bytes::new(),
         [one] => one.clone(),
@@ -297,7 +290,7 @@ fn join_records(broker: &Broker, msgs: &[Bytes], total: usize) -> Bytes {
                 .all(|w| w[0].as_ptr().wrapping_add(w[0].len()) == w[1].as_ptr());
             if contiguous
                 && let Ok(v) = basalt_common::record::RecordView::parse(first, false)
-                && let Some(b) = broker.store.log().read_bytes(v.physical_offset, total)
+                && let Some(b) = p.store.log().read_bytes(v.physical_offset, total)
             {
                 return b;
             }

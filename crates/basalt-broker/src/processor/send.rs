@@ -1,8 +1,6 @@
 //! SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE and
 //! CONSUMER_SEND_MSG_BACK (spec §2.3, §2.7).
 
-use std::sync::Arc;
-
 use basalt_common::constants::{perm, property, topic as reserved};
 use basalt_common::record::{RecordDraft, RecordView};
 use basalt_common::{properties, sysflag};
@@ -18,22 +16,22 @@ use bytes::Bytes;
 use rand::Rng;
 
 use super::error;
-use crate::broker::Broker;
-use crate::topic_config::TopicCreateError;
+use super::paths::SendPath;
+use crate::metadata::topics::TopicCreateError;
 
 /// A group's retry or dead-letter topic, created (read-write) if missing.
 /// A new one is persisted and registered with the NameServers before going
 /// on, as RocketMQ's createTopicInSendMessageBackMethod does.
 async fn ensure_group_topic(
-    broker: &Arc<Broker>,
+    p: &SendPath,
     topic: &str,
     queues: i32,
 ) -> Result<TopicConfig, RemotingCommand> {
-    let change = broker
+    let change = p
         .topics
         .create_if_missing(topic, queues, perm::READ | perm::WRITE)
         .map_err(|e| error(response::SYSTEM_ERROR, e.to_string()))?;
-    broker
+    p.registrar
         .publish_topic_change(&change)
         .await
         .map_err(|e| error(response::SYSTEM_ERROR, e))?;
@@ -45,25 +43,25 @@ async fn ensure_group_topic(
 /// NameServers before it returns, as in RocketMQ, so the producer can route
 /// to it as soon as its send is answered.
 async fn check_send(
-    broker: &Arc<Broker>,
+    p: &SendPath,
     h: &SendMessageRequestHeader,
     body_len: usize,
 ) -> Result<(TopicConfig, i32), RemotingCommand> {
-    if broker.is_slave() {
+    if !p.writer.is_writable() {
         return Err(error(
             response::SERVICE_NOT_AVAILABLE,
             format!(
-                "broker {} is a slave and does not accept messages",
-                broker.config.broker_name
+                "p {} is a slave and does not accept messages",
+                p.config.broker_name
             ),
         ));
     }
-    if !perm::is_writeable(broker.config.broker_permission) {
+    if !perm::is_writeable(p.config.broker_permission) {
         return Err(error(
             response::NO_PERMISSION,
             format!(
-                "the broker[{}] sending message is forbidden",
-                broker.broker_addr()
+                "the p[{}] sending message is forbidden",
+                p.config.broker_addr()
             ),
         ));
     }
@@ -76,18 +74,18 @@ async fn check_send(
             format!("sending message to topic[{}] is forbidden", h.topic),
         ));
     }
-    if body_len > broker.config.max_message_size {
+    if body_len > p.config.max_message_size {
         return Err(error(
             response::MESSAGE_ILLEGAL,
             format!(
                 "the message body size {body_len} is over the limit {}",
-                broker.config.max_message_size
+                p.config.max_message_size
             ),
         ));
     }
-    let topic_cfg = match broker.topics.get(&h.topic) {
+    let topic_cfg = match p.topics.get(&h.topic) {
         Some(t) => t,
-        None => auto_create_topic(broker, h).await?,
+        None => auto_create_topic(p, h).await?,
     };
     if !perm::is_writeable(topic_cfg.perm) {
         return Err(error(
@@ -116,20 +114,19 @@ async fn check_send(
 /// a retry topic, from its group's settings), persisted and registered
 /// before the send goes on.
 async fn auto_create_topic(
-    broker: &Arc<Broker>,
+    p: &SendPath,
     h: &SendMessageRequestHeader,
 ) -> Result<TopicConfig, RemotingCommand> {
     let created = if let Some(group) = h.topic.strip_prefix(reserved::RETRY_GROUP_PREFIX) {
-        match broker.groups.get(group) {
-            Some(g) => broker.topics.create_if_missing(
-                &h.topic,
-                g.retry_queue_nums,
-                perm::READ | perm::WRITE,
-            ),
+        match p.groups.get(group) {
+            Some(g) => {
+                p.topics
+                    .create_if_missing(&h.topic, g.retry_queue_nums, perm::READ | perm::WRITE)
+            }
             None => Err(TopicCreateError::NotAllowed(h.topic.clone())),
         }
     } else {
-        broker.topics.create_on_send(
+        p.topics.create_on_send(
             &h.topic,
             if h.default_topic.is_empty() {
                 reserved::AUTO_CREATE_TOPIC
@@ -137,44 +134,40 @@ async fn auto_create_topic(
                 &h.default_topic
             },
             h.default_topic_queue_nums.max(1),
-            broker.config.auto_create_topic_enable,
+            p.config.auto_create_topic_enable,
         )
     };
     let change = created.map_err(|e| match e {
         TopicCreateError::NotAllowed(_) => error(response::TOPIC_NOT_EXIST, e.to_string()),
         e => error(response::SYSTEM_ERROR, e.to_string()),
     })?;
-    broker
+    p.registrar
         .publish_topic_change(&change)
         .await
         .map_err(|e| error(response::SYSTEM_ERROR, e))?;
     Ok(change.config)
 }
 
-/// Ensures a unique key and adds the cluster name, as the Java broker does.
+/// Ensures a unique key and adds the cluster name, as the Java p does.
 /// A client's `__CRC32#` property is dropped: only the store writes that
 /// trailer, and a forged one would make the record fail its own check.
-fn broker_properties(broker: &Broker, raw: &[u8]) -> Vec<u8> {
+fn broker_properties(p: &SendPath, raw: &[u8]) -> Vec<u8> {
     let mut props = if properties::find(raw, property::CRC32).is_some() {
         properties::without(raw, &[property::CRC32])
     } else {
         raw.to_vec()
     };
     if properties::find(raw, property::UNIQ_KEY).is_none() {
-        properties::append(&mut props, property::UNIQ_KEY, &broker.uniq.next_key());
+        properties::append(&mut props, property::UNIQ_KEY, &p.uniq.next_key());
     }
     if properties::find(raw, property::CLUSTER).is_none() {
-        properties::append(
-            &mut props,
-            property::CLUSTER,
-            &broker.config.broker_cluster_name,
-        );
+        properties::append(&mut props, property::CLUSTER, &p.config.broker_cluster_name);
     }
     props
 }
 
 /// Maps a store result to a send response.
-fn response_for(broker: &Broker, r: &PutMessageResult, queue_id: i32) -> RemotingCommand {
+fn response_for(p: &SendPath, r: &PutMessageResult, queue_id: i32) -> RemotingCommand {
     let code = match r.status {
         PutMessageStatus::PutOk => response::SUCCESS,
         PutMessageStatus::FlushDiskTimeout => response::FLUSH_DISK_TIMEOUT,
@@ -189,34 +182,27 @@ fn response_for(broker: &Broker, r: &PutMessageResult, queue_id: i32) -> Remotin
         PutMessageStatus::UnknownError => response::SYSTEM_ERROR,
     };
     let Some(a) = r.append.as_ref().filter(|_| r.status.is_stored()) else {
-        broker
-            .stats
+        p.stats
             .put_failures
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let remark = format!("{}: {}", r.status, r.detail.clone().unwrap_or_default());
         let mut resp = error(code, remark);
         // Clients read these without a null check even on errors.
         resp.ext_fields
-            .insert(property::MSG_REGION, &broker.config.region_id);
+            .insert(property::MSG_REGION, &p.config.region_id);
         resp.ext_fields.insert(
             property::TRACE_ON,
-            if broker.config.trace_on {
-                "true"
-            } else {
-                "false"
-            },
+            if p.config.trace_on { "true" } else { "false" },
         );
         return resp;
     };
-    broker
-        .stats
+    p.stats
         .put_messages
         .fetch_add(a.msg_count as u64, std::sync::atomic::Ordering::Relaxed);
-    broker
-        .stats
+    p.stats
         .put_bytes
         .fetch_add(a.wrote_bytes as u64, std::sync::atomic::Ordering::Relaxed);
-    let host = broker.config.broker_addr();
+    let host = p.config.broker_addr();
     let msg_id = a
         .offsets()
         .iter()
@@ -231,14 +217,10 @@ fn response_for(broker: &Broker, r: &PutMessageResult, queue_id: i32) -> Remotin
         batch_uniq_id: None,
     };
     let mut ext = header.to_ext();
-    ext.insert(property::MSG_REGION, &broker.config.region_id);
+    ext.insert(property::MSG_REGION, &p.config.region_id);
     ext.insert(
         property::TRACE_ON,
-        if broker.config.trace_on {
-            "true"
-        } else {
-            "false"
-        },
+        if p.config.trace_on { "true" } else { "false" },
     );
     let mut resp = RemotingCommand::response(code, r.detail.clone()).with_ext(ext);
     if code != response::SUCCESS {
@@ -255,11 +237,7 @@ fn wait_store_msg_ok(props: &[u8]) -> bool {
 }
 
 /// Handles the send codes.
-pub async fn send(
-    broker: &Arc<Broker>,
-    channel: &Channel,
-    req: &RemotingCommand,
-) -> RemotingCommand {
+pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> RemotingCommand {
     let header = match req.code {
         request::SEND_MESSAGE | request::SEND_REPLY_MESSAGE => {
             SendMessageRequestHeader::from_ext_v1(&req.ext_fields)
@@ -272,9 +250,9 @@ pub async fn send(
     };
     let batch = req.code == request::SEND_BATCH_MESSAGE || h.batch.unwrap_or(false);
     if batch {
-        return send_batch(broker, channel, &h, &req.body).await;
+        return send_batch(p, channel, &h, &req.body).await;
     }
-    let (topic_cfg, mut queue_id) = match check_send(broker, &h, req.body.len()).await {
+    let (topic_cfg, mut queue_id) = match check_send(p, &h, req.body.len()).await {
         Ok(v) => v,
         Err(resp) => return resp,
     };
@@ -284,10 +262,10 @@ pub async fn send(
     {
         return error(
             response::NO_PERMISSION,
-            "transactional messages are not supported by this broker",
+            "transactional messages are not supported by this p",
         );
     }
-    let mut props = broker_properties(broker, raw_props);
+    let mut props = broker_properties(p, raw_props);
     let mut topic = h.topic.clone();
     // The queue the send was for, before any DLQ or delay rewrite: it is
     // what the response names, as in Java.
@@ -296,7 +274,7 @@ pub async fn send(
 
     // Retries past the limit go to the group's dead-letter queue.
     if let Some(group) = topic.strip_prefix(reserved::RETRY_GROUP_PREFIX) {
-        let Some(g) = broker.groups.get(group) else {
+        let Some(g) = p.groups.get(group) else {
             return error(
                 response::SUBSCRIPTION_GROUP_NOT_EXIST,
                 format!("subscription group {group} not exist"),
@@ -305,7 +283,7 @@ pub async fn send(
         let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
         if reconsume_times >= max {
             let dlq = basalt_common::topic::dlq_topic(group);
-            if let Err(resp) = ensure_group_topic(broker, &dlq, 1).await {
+            if let Err(resp) = ensure_group_topic(p, &dlq, 1).await {
                 return resp;
             }
             props = properties::without(&props, &[property::DELAY]);
@@ -320,7 +298,7 @@ pub async fn send(
         .and_then(|v| v.trim().parse::<i32>().ok())
         .unwrap_or(0);
     if delay_level > 0 {
-        let level = delay_level.min(broker.schedule.levels.max_level());
+        let level = delay_level.min(p.delays.max_level());
         props = properties::without(
             &props,
             &[property::DELAY, property::REAL_TOPIC, property::REAL_QID],
@@ -343,18 +321,18 @@ pub async fn send(
         sys_flag,
         born_timestamp: h.born_timestamp,
         born_host: channel.remote_addr(),
-        store_host: broker.config.broker_addr(),
+        store_host: p.config.broker_addr(),
         reconsume_times,
         prepared_transaction_offset: 0,
         body: &req.body,
         properties: &props,
     };
-    let r = broker.put(&[draft], wait_store_msg_ok(&props)).await;
-    response_for(broker, &r, chosen_queue)
+    let r = p.writer.put(&[draft], wait_store_msg_ok(&props)).await;
+    response_for(p, &r, chosen_queue)
 }
 
 async fn send_batch(
-    broker: &Arc<Broker>,
+    p: &SendPath,
     channel: &Channel,
     h: &SendMessageRequestHeader,
     body: &Bytes,
@@ -368,13 +346,13 @@ async fn send_batch(
     // The whole batch counts against the message size limit, as in
     // RocketMQ: a body of many tiny entries cannot become millions of
     // records under the put lock.
-    if body.len() > broker.config.max_message_size {
+    if body.len() > p.config.max_message_size {
         return error(
             response::MESSAGE_ILLEGAL,
             format!(
                 "the batch body size {} is over the limit {}",
                 body.len(),
-                broker.config.max_message_size
+                p.config.max_message_size
             ),
         );
     }
@@ -384,7 +362,7 @@ async fn send_batch(
         Err(e) => return error(response::MESSAGE_ILLEGAL, format!("bad batch body: {e}")),
     };
     let largest = entries.iter().map(|e| e.body.len()).max().unwrap_or(0);
-    let (topic_cfg, queue_id) = match check_send(broker, h, largest).await {
+    let (topic_cfg, queue_id) = match check_send(p, h, largest).await {
         Ok(v) => v,
         Err(resp) => return resp,
     };
@@ -392,7 +370,7 @@ async fn send_batch(
     let wait = wait_store_msg_ok(batch_props);
     let props: Vec<Vec<u8>> = entries
         .iter()
-        .map(|e| broker_properties(broker, &e.properties))
+        .map(|e| broker_properties(p, &e.properties))
         .collect();
     if props
         .iter()
@@ -408,7 +386,7 @@ async fn send_batch(
         sys_flag |= sysflag::MULTI_TAGS;
     }
     let born_host = channel.remote_addr();
-    let store_host = broker.config.broker_addr();
+    let store_host = p.config.broker_addr();
     let drafts: Vec<RecordDraft<'_>> = entries
         .iter()
         .zip(&props)
@@ -426,17 +404,13 @@ async fn send_batch(
             properties: p,
         })
         .collect();
-    let r = broker.put(&drafts, wait).await;
-    response_for(broker, &r, queue_id)
+    let r = p.writer.put(&drafts, wait).await;
+    response_for(p, &r, queue_id)
 }
 
 /// CONSUMER_SEND_MSG_BACK: a consumer failed a message; store a copy for a
 /// later retry (through the delay levels) or, past the limit, in the DLQ.
-pub async fn send_back(
-    broker: &Arc<Broker>,
-    channel: &Channel,
-    req: &RemotingCommand,
-) -> RemotingCommand {
+pub async fn send_back(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> RemotingCommand {
     let h = match ConsumerSendMsgBackRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return super::bad_header(e),
@@ -444,20 +418,20 @@ pub async fn send_back(
     if let Err(resp) = super::checks::group(&h.group) {
         return resp;
     }
-    if broker.is_slave() {
+    if !p.writer.is_writable() {
         return error(
             response::SERVICE_NOT_AVAILABLE,
             "a slave does not take retries",
         );
     }
-    let g = match broker
+    let g = match p
         .groups
-        .get_or_create(&h.group, broker.config.auto_create_subscription_group)
+        .get_or_create(&h.group, p.config.auto_create_subscription_group)
     {
         Ok(g) => g,
         Err(e) => return error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string()),
     };
-    let Some(rec) = broker.store.look_message_by_offset(h.offset) else {
+    let Some(rec) = p.store.look_message_by_offset(h.offset) else {
         return error(
             response::SYSTEM_ERROR,
             format!("look message by offset failed, {}", h.offset),
@@ -492,13 +466,13 @@ pub async fn send_back(
     let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
     let (topic, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
         let dlq = basalt_common::topic::dlq_topic(&h.group);
-        if let Err(resp) = ensure_group_topic(broker, &dlq, 1).await {
+        if let Err(resp) = ensure_group_topic(p, &dlq, 1).await {
             return resp;
         }
         (dlq, 0, 0)
     } else {
         let retry = basalt_common::topic::retry_topic(&h.group);
-        let t = match ensure_group_topic(broker, &retry, g.retry_queue_nums).await {
+        let t = match ensure_group_topic(p, &retry, g.retry_queue_nums).await {
             Ok(t) => t,
             Err(resp) => return resp,
         };
@@ -508,7 +482,7 @@ pub async fn send_back(
         } else {
             h.delay_level
         };
-        (retry, qid, level.min(broker.schedule.levels.max_level()))
+        (retry, qid, level.min(p.delays.max_level()))
     };
     let (store_topic, store_qid) = if delay > 0 {
         properties::append(&mut props, property::DELAY, &delay.to_string());
@@ -526,13 +500,13 @@ pub async fn send_back(
         sys_flag: v.sys_flag,
         born_timestamp: v.born_timestamp,
         born_host: v.born_host,
-        store_host: broker.config.broker_addr(),
+        store_host: p.config.broker_addr(),
         reconsume_times: reconsume + 1,
         prepared_transaction_offset: 0,
         body: v.body,
         properties: &props,
     };
-    let r = broker.put(&[draft], true).await;
+    let r = p.writer.put(&[draft], true).await;
     if r.status.is_stored() {
         RemotingCommand::response(response::SUCCESS, None)
     } else {

@@ -35,7 +35,19 @@ impl RemotingServer {
         config: ServerConfig,
     ) -> io::Result<ServerHandle> {
         let listener = TcpListener::bind(addr).await?;
-        let local_addr = listener.local_addr()?;
+        Ok(Self::serve(listener, processor, config))
+    }
+
+    /// Serves connections on a listener the caller bound (so it knows the
+    /// real address before anything else starts).
+    pub fn serve<P: RequestProcessor>(
+        listener: TcpListener,
+        processor: Arc<P>,
+        config: ServerConfig,
+    ) -> ServerHandle {
+        let local_addr = listener
+            .local_addr()
+            .expect("a bound TCP listener has a local address");
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let channels: Arc<Mutex<HashMap<u64, Channel>>> = Arc::default();
         let accept = tokio::spawn(accept_loop(
@@ -46,12 +58,12 @@ impl RemotingServer {
             channels.clone(),
         ));
         tracing::info!(%local_addr, "remoting server listening");
-        Ok(ServerHandle {
+        ServerHandle {
             local_addr,
             shutdown_tx,
             accept: Some(accept),
             channels,
-        })
+        }
     }
 }
 

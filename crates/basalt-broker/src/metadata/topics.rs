@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 use thiserror::Error;
 
 use crate::config::BrokerConfig;
-use crate::config_file::{ConfigFile, MetadataWriter};
+use crate::metadata::file::{ConfigFile, MetadataWriter};
 
 /// Why a topic was not created.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::config_file::{ConfigFile, MetadataWriter};
+use crate::metadata::file::{ConfigFile, MetadataWriter};
 
 /// One group's settings (`SubscriptionGroupConfig`, 4.x fields plus the
 /// common 5.x ones), fields in fastjson's alphabetical order.

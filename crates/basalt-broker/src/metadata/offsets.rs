@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::RwLock;
 
-use crate::config_file::ConfigFile;
+use crate::metadata::file::ConfigFile;
 
 /// See the module documentation. Invariant: the table only changes through
 /// `commit`/`replace_all`/`remove_*`, which mark it dirty for the next persist.

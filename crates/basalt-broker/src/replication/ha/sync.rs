@@ -10,14 +10,14 @@ use basalt_remoting::code::request;
 use basalt_remoting::protocol::TopicConfigSerializeWrapper;
 
 use crate::broker::Broker;
-use crate::consumer_offset::parse_offset_table;
-use crate::subscription_group::SubscriptionGroupWrapper;
+use crate::metadata::groups::SubscriptionGroupWrapper;
+use crate::metadata::offsets::parse_offset_table;
 
 /// One round of copying the master's metadata. Errors are logged; the next
 /// round tries again.
 pub async fn sync_once(broker: &Arc<Broker>, master: &str) {
     let call = |code: i32| {
-        let client = &broker.namesrv_client;
+        let client = broker.registrar.client();
         async move {
             client
                 .invoke(
@@ -51,7 +51,7 @@ pub async fn sync_once(broker: &Arc<Broker>, master: &str) {
     }
     if let Some(r) = call(request::GET_ALL_DELAY_OFFSET).await {
         broker
-            .schedule
+            .delay_offsets
             .replace_from_json(&String::from_utf8_lossy(&r.body));
     }
     if let Some(r) = call(request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await {

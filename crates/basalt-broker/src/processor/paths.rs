@@ -1,0 +1,130 @@
+//! The narrow handles request processors work through. Each holds only the
+//! parts of the broker its requests need; none holds the whole broker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use basalt_common::msgid::UniqKeyGenerator;
+use basalt_remoting::RemotingCommand;
+use basalt_remoting::code::request;
+use basalt_remoting::header::{CommandHeader, NotifyConsumerIdsChangedRequestHeader};
+use basalt_store::MessageStore;
+use basalt_store::dispatch::DelayLevels;
+
+use crate::clients::locks::LockManager;
+use crate::clients::registry::ClientManager;
+use crate::clients::waiters::PullWaiters;
+use crate::config::BrokerConfig;
+use crate::metadata::groups::SubscriptionGroupManager;
+use crate::metadata::offsets::ConsumerOffsetManager;
+use crate::metadata::topics::TopicConfigManager;
+use crate::registration::Registrar;
+use crate::replication::Replication;
+use crate::schedule::DelayOffsets;
+use crate::writer::MessageWriter;
+
+/// Counters for runtime info.
+#[derive(Debug, Default)]
+pub struct BrokerStats {
+    pub put_messages: AtomicU64,
+    pub put_bytes: AtomicU64,
+    pub get_messages: AtomicU64,
+    pub get_bytes: AtomicU64,
+    pub put_failures: AtomicU64,
+}
+
+impl BrokerStats {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// What producers' requests reach (send, batch, send-back): topics to
+/// route or auto-create, group retry settings, and the write path.
+#[derive(Debug, Clone)]
+pub struct SendPath {
+    pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) writer: MessageWriter,
+    pub(crate) topics: Arc<TopicConfigManager>,
+    pub(crate) groups: Arc<SubscriptionGroupManager>,
+    pub(crate) registrar: Arc<Registrar>,
+    pub(crate) uniq: Arc<UniqKeyGenerator>,
+    pub(crate) delays: DelayLevels,
+    pub(crate) stats: Arc<BrokerStats>,
+}
+
+/// What pulls reach: the store's queues, topic and group settings, the
+/// consumer's subscription, offsets it commits on the way, held pulls.
+#[derive(Debug, Clone)]
+pub struct PullPath {
+    pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) replication: Arc<Replication>,
+    pub(crate) topics: Arc<TopicConfigManager>,
+    pub(crate) groups: Arc<SubscriptionGroupManager>,
+    pub(crate) clients: Arc<ClientManager>,
+    pub(crate) offsets: Arc<ConsumerOffsetManager>,
+    pub(crate) waiters: Arc<PullWaiters>,
+    pub(crate) stats: Arc<BrokerStats>,
+    pub(crate) shutting_down: Arc<AtomicBool>,
+}
+
+/// What clients' membership requests reach: heartbeats, consumer lists,
+/// offsets, queue locks.
+#[derive(Debug, Clone)]
+pub struct ClientPath {
+    pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) replication: Arc<Replication>,
+    pub(crate) topics: Arc<TopicConfigManager>,
+    pub(crate) groups: Arc<SubscriptionGroupManager>,
+    pub(crate) clients: Arc<ClientManager>,
+    pub(crate) offsets: Arc<ConsumerOffsetManager>,
+    pub(crate) locks: Arc<LockManager>,
+    pub(crate) registrar: Arc<Registrar>,
+}
+
+/// What operators' requests reach: everything, read-mostly.
+#[derive(Debug, Clone)]
+pub struct AdminPath {
+    pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) replication: Arc<Replication>,
+    pub(crate) topics: Arc<TopicConfigManager>,
+    pub(crate) groups: Arc<SubscriptionGroupManager>,
+    pub(crate) offsets: Arc<ConsumerOffsetManager>,
+    pub(crate) clients: Arc<ClientManager>,
+    pub(crate) waiters: Arc<PullWaiters>,
+    pub(crate) delay_offsets: Arc<DelayOffsets>,
+    pub(crate) registrar: Arc<Registrar>,
+    pub(crate) stats: Arc<BrokerStats>,
+    pub(crate) started_at: Instant,
+}
+
+impl ClientPath {
+    /// Tells every member of a consumer group that the membership changed.
+    pub fn notify_consumer_ids_changed(&self, group: &str) {
+        if !self.config.notify_consumer_ids_changed_enable {
+            return;
+        }
+        if let Some(g) = self.groups.get(group)
+            && !g.notify_consumer_ids_changed_enable
+        {
+            return;
+        }
+        let header = NotifyConsumerIdsChangedRequestHeader {
+            consumer_group: group.to_string(),
+        };
+        for ch in self.clients.consumer_channels(group) {
+            let cmd = RemotingCommand::request(request::NOTIFY_CONSUMER_IDS_CHANGED)
+                .with_ext(header.to_ext());
+            tokio::spawn(async move {
+                if let Err(e) = ch.send_oneway(cmd).await {
+                    tracing::debug!(error = %e, "could not notify a consumer");
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Registration with the NameServers (REGISTER_BROKER / UNREGISTER_BROKER):
+//! at start, every `registerNameServerPeriod`, and in coalesced rounds after
+//! topic changes. A slave learns its master's addresses from the answers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use basalt_remoting::code::request;
+use basalt_remoting::header::{
+    CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
+};
+use basalt_remoting::protocol::RegisterBrokerBody;
+use basalt_remoting::{RemotingClient, RemotingCommand};
+use parking_lot::Mutex;
+use tokio::sync::{Notify, watch};
+
+use crate::config::BrokerConfig;
+use crate::metadata::topics::{TopicChange, TopicConfigManager};
+use crate::replication::Replication;
+
+/// Registers this broker with its NameServers and runs the coalesced
+/// registration rounds topic changes ask for. Owns the remoting client the
+/// broker uses for outbound calls (NameServers, a slave's master).
+///
+/// Invariant: `finished` only grows, and round `n` started after ticket `n`
+/// was handed out, so a caller that waits for its ticket knows the
+/// NameServers were sent a topic table that includes its change.
+pub struct Registrar {
+    config: Arc<BrokerConfig>,
+    topics: Arc<TopicConfigManager>,
+    replication: Arc<Replication>,
+    client: RemotingClient,
+    /// `ip:port` of the HA listener, as registered (empty when none).
+    ha_addr: String,
+    /// The master's address as the NameServer reported it (slaves).
+    master_addr: Mutex<Option<String>>,
+    requested: AtomicU64,
+    wake: Notify,
+    finished: watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Registrar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registrar")
+            .field("namesrvs", &self.config.namesrv_addr)
+            .finish()
+    }
+}
+
+impl Registrar {
+    pub fn new(
+        config: Arc<BrokerConfig>,
+        topics: Arc<TopicConfigManager>,
+        replication: Arc<Replication>,
+        client: RemotingClient,
+        ha_addr: String,
+    ) -> Self {
+        Registrar {
+            master_addr: Mutex::new(config.ha_master_address.clone()),
+            config,
+            topics,
+            replication,
+            client,
+            ha_addr,
+            requested: AtomicU64::new(0),
+            wake: Notify::new(),
+            finished: watch::channel(0).0,
+        }
+    }
+
+    /// The client for the broker's own outbound requests.
+    pub fn client(&self) -> &RemotingClient {
+        &self.client
+    }
+
+    /// The master's address, once known (slaves and ledger followers).
+    pub fn master_addr(&self) -> Option<String> {
+        self.master_addr.lock().clone()
+    }
+
+    fn namesrv_addrs(&self) -> Vec<String> {
+        self.config
+            .namesrv_addr
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Registers with every NameServer now (REGISTER_BROKER).
+    pub async fn register(&self) {
+        let addrs = self.namesrv_addrs();
+        if addrs.is_empty() {
+            return;
+        }
+        let body = RegisterBrokerBody {
+            filter_server_list: Vec::new(),
+            topic_config_serialize_wrapper: self.topics.snapshot(),
+        }
+        .to_json();
+        let crc = basalt_common::crc::masked_crc32(&body) as i32;
+        let header = RegisterBrokerRequestHeader {
+            broker_name: self.config.broker_name.clone(),
+            broker_addr: self.config.broker_addr().to_string(),
+            cluster_name: self.config.broker_cluster_name.clone(),
+            ha_server_addr: self.ha_addr.clone(),
+            broker_id: self.replication.registered_id(self.config.broker_id),
+            heartbeat_timeout_millis: Some(120_000),
+            enable_acting_master: Some(false),
+            compressed: Some(false),
+            body_crc32: Some(crc),
+        };
+        for addr in addrs {
+            let cmd = RemotingCommand::request(request::REGISTER_BROKER)
+                .with_ext(header.to_ext())
+                .with_body(body.clone());
+            match self.client.invoke(&addr, cmd, Duration::from_secs(6)).await {
+                Ok(resp) if resp.code == 0 => self.learn_master(&resp),
+                Ok(resp) => {
+                    tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "broker registration refused")
+                }
+                Err(e) => tracing::warn!(namesrv = %addr, error = %e, "broker registration failed"),
+            }
+        }
+    }
+
+    /// A slave takes its master's addresses from a registration answer.
+    fn learn_master(&self, resp: &RemotingCommand) {
+        if self.replication.is_writable() {
+            return;
+        }
+        if let Some(master) = resp.ext_fields.get("masterAddr").filter(|m| !m.is_empty()) {
+            *self.master_addr.lock() = Some(master.to_string());
+        }
+        let ha = resp
+            .ext_fields
+            .get("haServerAddr")
+            .filter(|m| !m.is_empty());
+        if let (Some(ha), Some(slave), None) = (
+            ha,
+            self.replication.ha_slave(),
+            self.config.ha_master_address.as_ref(),
+        ) {
+            slave.set_master(ha);
+        }
+    }
+
+    /// Unregisters from every NameServer (shutdown).
+    pub async fn unregister(&self) {
+        let header = UnregisterBrokerRequestHeader {
+            broker_name: self.config.broker_name.clone(),
+            broker_addr: self.config.broker_addr().to_string(),
+            cluster_name: self.config.broker_cluster_name.clone(),
+            broker_id: self.replication.registered_id(self.config.broker_id),
+        };
+        for addr in self.namesrv_addrs() {
+            let cmd =
+                RemotingCommand::request(request::UNREGISTER_BROKER).with_ext(header.to_ext());
+            let _ = self.client.invoke(&addr, cmd, Duration::from_secs(3)).await;
+        }
+    }
+
+    /// Asks for a registration round soon, off the caller's path; rounds
+    /// asked for while one runs are coalesced into the next. Returns the
+    /// ticket to wait for with [`Registrar::registered`].
+    pub fn register_soon(&self) -> u64 {
+        let ticket = self.requested.fetch_add(1, Ordering::AcqRel) + 1;
+        self.wake.notify_one();
+        ticket
+    }
+
+    /// Waits until a round that started after `ticket` was handed out has
+    /// finished (successfully or not: failures are logged, and the periodic
+    /// registration repeats it).
+    pub async fn registered(&self, ticket: u64) {
+        let mut rx = self.finished.subscribe();
+        let _ = rx.wait_for(|f| *f >= ticket).await;
+    }
+
+    /// Makes a topic change visible: waits for its topics.json write, then
+    /// for a registration round that includes it. Nothing to wait for when
+    /// the topic already existed.
+    pub async fn publish_topic_change(&self, change: &TopicChange) -> Result<(), String> {
+        let Some(generation) = change.generation else {
+            return Ok(());
+        };
+        self.topics.persisted(generation).await?;
+        let ticket = self.register_soon();
+        self.registered(ticket).await;
+        Ok(())
+    }
+
+    /// Runs rounds as they are asked for, until the task is aborted.
+    pub async fn run_rounds(self: Arc<Self>) {
+        loop {
+            let ticket = self.requested.load(Ordering::Acquire);
+            if ticket <= *self.finished.borrow() {
+                self.wake.notified().await;
+                continue;
+            }
+            self.register().await;
+            self.finished.send_replace(ticket);
+        }
+    }
+
+    /// Registers every `registerNameServerPeriod`. A slave that started
+    /// before its master learns the master's address from a registration
+    /// answer: until it has one, it asks every second.
+    pub async fn run_periodic(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(self.config.register_name_server_period);
+        tick.tick().await;
+        loop {
+            while !self.config.enable_dleger_commit_log
+                && !self.replication.is_writable()
+                && self.master_addr().is_none()
+            {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                self.register().await;
+            }
+            tick.tick().await;
+            self.register().await;
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! [`start`]: brings a broker up, step by step.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use basalt_common::config::BrokerRole;
+use basalt_common::msgid::UniqKeyGenerator;
+use basalt_remoting::{RemotingClient, RemotingServer, ServerConfig, ServerHandle};
+use basalt_store::MessageStore;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::broker::{Broker, BrokerError, BrokerHandle};
+use crate::clients::locks::LockManager;
+use crate::clients::registry::ClientManager;
+use crate::clients::waiters::PullWaiters;
+use crate::config::BrokerConfig;
+use crate::metadata::groups::SubscriptionGroupManager;
+use crate::metadata::offsets::ConsumerOffsetManager;
+use crate::metadata::topics::TopicConfigManager;
+use crate::processor::BrokerProcessor;
+use crate::processor::paths::BrokerStats;
+use crate::registration::Registrar;
+use crate::replication::Replication;
+use crate::replication::ha::master::{HaMaster, HaMasterConfig};
+use crate::replication::ha::slave::{HaSlave, HaSlaveConfig};
+use crate::replication::ledger::LedgerMode;
+use crate::schedule::DelayOffsets;
+
+/// Opens the store, loads metadata, starts replication and serving.
+pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
+    config.validate()?;
+    let (listener, config) = bind_listener(config).await?;
+    let config = Arc::new(config);
+    let opened = open_store_and_metadata(Arc::clone(&config)).await?;
+    let (replication, ha_addr) = start_replication(&config, &opened.store).await?;
+    let broker = assemble(config, opened, Arc::new(replication), ha_addr);
+    let server = serve(&broker, listener);
+    tracing::info!(
+        broker = %broker.config.broker_name,
+        id = broker.config.broker_id,
+        listen = %server.local_addr(),
+        store = %broker.config.store_path_root_dir.display(),
+        replication = %broker.replication.name(),
+        flush = %broker.config.flush_disk_type,
+        "broker started"
+    );
+    // Register before the broker counts as started (as RocketMQ's
+    // BrokerController.start does): a client that sees the broker up finds
+    // its routes at once.
+    broker.registrar.register().await;
+    let tasks = spawn_services(&broker);
+    Ok(BrokerHandle {
+        broker,
+        server: Some(server),
+        tasks,
+    })
+}
+
+/// Binds the client port once. Port 0 (tests) takes any free port, and the
+/// real one goes into the config: it is written into every record and
+/// registered with the NameServers. The HA port then follows: any free one.
+async fn bind_listener(
+    mut config: BrokerConfig,
+) -> Result<(TcpListener, BrokerConfig), BrokerError> {
+    let addr = SocketAddr::new(config.listen_addr, config.listen_port);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| BrokerError::Listen { addr, source })?;
+    if config.listen_port == 0 {
+        let bound = listener
+            .local_addr()
+            .map_err(|source| BrokerError::Listen { addr, source })?;
+        config.listen_port = bound.port();
+        config.ha_listen_port = 0;
+    }
+    Ok((listener, config))
+}
+
+/// The store and the metadata tables, as loaded from disk.
+struct Opened {
+    store: Arc<MessageStore>,
+    topics: TopicConfigManager,
+    groups: SubscriptionGroupManager,
+    offsets: ConsumerOffsetManager,
+    delay_offsets: DelayOffsets,
+}
+
+/// Opens (and recovers) the store and loads the metadata files, off the
+/// async workers.
+async fn open_store_and_metadata(config: Arc<BrokerConfig>) -> Result<Opened, BrokerError> {
+    tokio::task::spawn_blocking(move || {
+        let root = config.store_path_root_dir.clone();
+        let store = MessageStore::open_with_delays(config.store_config(), config.delay_levels())?;
+        Ok(Opened {
+            store,
+            topics: TopicConfigManager::load(&root, &config),
+            groups: SubscriptionGroupManager::load(
+                &root,
+                config.max_subscription_group_count,
+                config.max_queue_nums_per_topic,
+            ),
+            offsets: ConsumerOffsetManager::load(&root),
+            delay_offsets: DelayOffsets::load(&root),
+        })
+    })
+    .await
+    .map_err(|e| BrokerError::Other(format!("store open task failed: {e}")))?
+}
+
+/// Starts the replication mode the configuration names. Returns it and the
+/// HA address to register (`ip:port`; the configured one when no HA
+/// listener runs).
+async fn start_replication(
+    c: &BrokerConfig,
+    store: &Arc<MessageStore>,
+) -> Result<(Replication, String), BrokerError> {
+    let configured_ha = c.ha_addr().to_string();
+    if c.enable_dleger_commit_log {
+        let lm = LedgerMode::start(c, store).await?;
+        return Ok((Replication::Ledger(lm), configured_ha));
+    }
+    if c.broker_role == BrokerRole::Slave {
+        let slave = HaSlave::start(
+            Arc::clone(store),
+            HaSlaveConfig {
+                report_interval: c.ha_send_heartbeat_interval,
+                housekeeping_interval: c.ha_housekeeping_interval,
+                max_chunk: (c.ha_transfer_batch_size + c.max_message_size + 64 * 1024).max(1 << 20),
+            },
+            c.ha_master_address.clone(),
+        );
+        return Ok((Replication::HaSlave(slave), configured_ha));
+    }
+    if !c.ha_enable {
+        return Ok((Replication::Standalone, String::new()));
+    }
+    let listen = SocketAddr::new(c.listen_addr, c.ha_listen_port);
+    let ha = HaMaster::start(
+        Arc::clone(store),
+        HaMasterConfig {
+            listen,
+            heartbeat_interval: c.ha_send_heartbeat_interval,
+            housekeeping_interval: c.ha_housekeeping_interval,
+            transfer_batch_size: c.ha_transfer_batch_size,
+            max_gap_not_in_sync: c.ha_max_gap_not_in_sync,
+        },
+    )
+    .await
+    .map_err(|source| BrokerError::Listen {
+        addr: listen,
+        source,
+    })?;
+    let ha_addr = SocketAddr::new(c.broker_ip2, ha.local_addr().port()).to_string();
+    let sync = c.broker_role == BrokerRole::SyncMaster;
+    Ok((Replication::HaMaster { ha, sync }, ha_addr))
+}
+
+/// Puts the parts together.
+fn assemble(
+    config: Arc<BrokerConfig>,
+    o: Opened,
+    replication: Arc<Replication>,
+    ha_addr: String,
+) -> Arc<Broker> {
+    let waiters = Arc::new(PullWaiters::new());
+    o.store.set_arrival_listener(
+        Arc::clone(&waiters) as Arc<dyn basalt_store::dispatch::ArrivalListener>
+    );
+    let topics = Arc::new(o.topics);
+    let registrar = Arc::new(Registrar::new(
+        Arc::clone(&config),
+        Arc::clone(&topics),
+        Arc::clone(&replication),
+        RemotingClient::new(basalt_remoting::ClientConfig::default()),
+        ha_addr,
+    ));
+    Arc::new(Broker {
+        uniq: Arc::new(UniqKeyGenerator::new(config.broker_ip1, rand::random())),
+        store: o.store,
+        replication,
+        topics,
+        groups: Arc::new(o.groups),
+        offsets: Arc::new(o.offsets),
+        delay_offsets: Arc::new(o.delay_offsets),
+        clients: Arc::new(ClientManager::new()),
+        locks: Arc::new(LockManager::new()),
+        waiters,
+        registrar,
+        stats: Arc::new(BrokerStats::default()),
+        started_at: Instant::now(),
+        shutting_down: Arc::new(AtomicBool::new(false)),
+        config,
+    })
+}
+
+/// Serves clients on the listener bound at the start.
+fn serve(broker: &Arc<Broker>, listener: TcpListener) -> ServerHandle {
+    let mut server_cfg = ServerConfig::default();
+    server_cfg.connection.max_frame_size = broker.config.max_frame_size;
+    let processor = Arc::new(BrokerProcessor::new(broker));
+    RemotingServer::serve(listener, processor, server_cfg)
+}
+
+/// The broker's background tasks: registration, metadata persistence,
+/// client expiry, replication housekeeping, delayed delivery.
+fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
+    let mut tasks = vec![
+        tokio::spawn(Arc::clone(&broker.registrar).run_rounds()),
+        tokio::spawn(Arc::clone(&broker.registrar).run_periodic()),
+        tokio::spawn(persist_offsets(Arc::clone(broker))),
+        tokio::spawn(expire_clients(Arc::clone(broker))),
+    ];
+    tasks.extend(crate::replication::tasks::spawn(broker));
+    // Delayed delivery runs on masters and on ledger members (which deliver
+    // while they lead); a configured slave never delivers.
+    if broker.replication.ha_slave().is_none() {
+        tasks.extend(broker.delay_delivery().start());
+    }
+    tasks
+}
+
+/// Persists consumer and delay offsets every flushConsumerOffsetInterval.
+async fn persist_offsets(b: Arc<Broker>) {
+    let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let b2 = Arc::clone(&b);
+        let _ = tokio::task::spawn_blocking(move || {
+            b2.offsets.persist();
+            b2.delay_offsets.persist();
+        })
+        .await;
+    }
+}
+
+/// Every 10 s: drops clients silent past channelExpiredTimeout (telling
+/// their groups) and evicts expired queue locks.
+async fn expire_clients(b: Arc<Broker>) {
+    let clients = b.client_path();
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        tick.tick().await;
+        for group in b.clients.expire(b.config.channel_expired_timeout) {
+            clients.notify_consumer_ids_changed(&group);
+        }
+        b.locks.evict_expired();
+    }
+}
