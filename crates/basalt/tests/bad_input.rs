@@ -7,15 +7,10 @@
 mod raw;
 mod standalone;
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::time::{Duration, Instant};
+use std::net::Shutdown;
+use std::time::Duration;
 
 use basalt_remoting::code::{request, response};
-use basalt_remoting::codec::{decode_frame, encode_frame};
-use basalt_remoting::header::{
-    CommandHeader, GetMaxOffsetRequestHeader, PullMessageRequestHeader, SendMessageRequestHeader,
-};
 use basalt_remoting::{RemotingCommand, SerializeType};
 
 use raw::*;
