@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 use crate::route::{MASTER_ID, TopicPublishInfo, subscribe_queues};
 
 /// Producer group of the instance's internal producer, which resends failed
@@ -38,7 +38,7 @@ pub(crate) trait ConsumerInner: Send + Sync + 'static {
     fn subscribed_topics(&self) -> Vec<String>;
     /// A route refresh found these readable queues for `topic`; returns
     /// whether they differ from what the consumer knew.
-    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>) -> bool;
+    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<TopicQueue>) -> bool;
     /// Whether the consumer lacks queue information for `topic`.
     fn needs_subscribe_info(&self, topic: &str) -> bool;
     /// Rebalance now (push consumers; others do nothing).
@@ -53,7 +53,7 @@ pub(crate) trait ConsumerInner: Send + Sync + 'static {
     fn reset_offsets(
         self: Arc<Self>,
         topic: String,
-        offsets: BTreeMap<MessageQueue, i64>,
+        offsets: BTreeMap<TopicQueue, i64>,
     ) -> BoxFuture<'static, ()>;
 }
 
@@ -97,7 +97,7 @@ pub struct ClientInstance {
     /// One route fetch per topic at a time; others wait for its result.
     route_gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Broker id a pull response suggested for the next pull of a queue.
-    pull_from: Mutex<HashMap<MessageQueue, i64>>,
+    pull_from: Mutex<HashMap<TopicQueue, i64>>,
     producers: Mutex<BTreeSet<String>>,
     consumers: Mutex<BTreeMap<String, Weak<dyn ConsumerInner>>>,
     heartbeat_lock: tokio::sync::Mutex<()>,
@@ -472,7 +472,7 @@ impl ClientInstance {
 
     /// The master of a queue's broker group, refreshing the route once if
     /// it is unknown.
-    pub(crate) async fn master_of(&self, mq: &MessageQueue) -> Result<String> {
+    pub(crate) async fn master_of(&self, mq: &TopicQueue) -> Result<String> {
         if let Some(a) = self.master_addr(&mq.broker_name) {
             return Ok(a);
         }
@@ -487,7 +487,7 @@ impl ClientInstance {
     /// master is down), any member: Java's offset store reads and writes
     /// consumer offsets at a slave then (`findBrokerAddressInSubscribe` with
     /// `onlyThisBroker` false after a route refresh).
-    pub(crate) async fn master_or_member_of(&self, mq: &MessageQueue) -> Result<String> {
+    pub(crate) async fn master_or_member_of(&self, mq: &TopicQueue) -> Result<String> {
         if let Some(a) = self.master_addr(&mq.broker_name) {
             return Ok(a);
         }
@@ -501,7 +501,7 @@ impl ClientInstance {
 
     /// The broker to pull a queue from: the node the last pull response
     /// suggested (master by default), else any member of the group.
-    pub(crate) async fn pull_target(&self, mq: &MessageQueue) -> Result<FoundBroker> {
+    pub(crate) async fn pull_target(&self, mq: &TopicQueue) -> Result<FoundBroker> {
         let id = self.pull_from.lock().get(mq).copied().unwrap_or(MASTER_ID);
         if let Some(b) = self.find_broker(&mq.broker_name, id, false) {
             return Ok(b);
@@ -513,7 +513,7 @@ impl ClientInstance {
             })
     }
 
-    pub(crate) fn set_pull_from(&self, mq: &MessageQueue, broker_id: i64) {
+    pub(crate) fn set_pull_from(&self, mq: &TopicQueue, broker_id: i64) {
         let mut map = self.pull_from.lock();
         if broker_id == MASTER_ID {
             map.remove(mq);
@@ -931,7 +931,7 @@ struct ResetOffsetBody {
         default,
         deserialize_with = "basalt_remoting::fastjson::mq_map::deserialize"
     )]
-    offset_table: Vec<(MessageQueue, i64)>,
+    offset_table: Vec<(TopicQueue, i64)>,
 }
 
 impl ClientInstance {
@@ -943,7 +943,7 @@ impl ClientInstance {
             tracing::warn!("RESET_CONSUMER_CLIENT_OFFSET without topic or group");
             return;
         };
-        let table: BTreeMap<MessageQueue, i64> = if req.body.is_empty() {
+        let table: BTreeMap<TopicQueue, i64> = if req.body.is_empty() {
             BTreeMap::new()
         } else {
             match basalt_remoting::fastjson::from_slice::<ResetOffsetBody>(&req.body) {

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
 use crate::instance::{CLIENT_INNER_PRODUCER_GROUP, ClientInstance};
-use crate::message::{Message, MessageQueue, fmt_i64, itoa_buf, push_prop};
+use crate::message::{Message, TopicQueue, fmt_i64, itoa_buf, push_prop};
 use crate::route::TopicPublishInfo;
 
 /// Producer settings (Java `DefaultMQProducer` fields and defaults).
@@ -102,7 +102,7 @@ pub struct SendResult {
     /// The broker's offset msgId(s); comma-separated for a batch.
     pub offset_msg_id: String,
     /// The queue the message went to.
-    pub queue: MessageQueue,
+    pub queue: TopicQueue,
     /// ConsumeQueue offset of the (first) message.
     pub queue_offset: i64,
     pub transaction_id: Option<String>,
@@ -309,7 +309,7 @@ impl Producer {
     }
 
     /// The writable queues of `topic` (the route, or the auto-create route).
-    pub async fn fetch_publish_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+    pub async fn fetch_publish_queues(&self, topic: &str) -> Result<Vec<TopicQueue>> {
         basalt_common::topic::validate_topic(topic)
             .map_err(|e| ClientError::InvalidArgument(e.to_string()))?;
         let info = self
@@ -367,7 +367,7 @@ impl Producer {
     }
 
     /// Sends to one given queue, once (no retries), as Java's `send(msg, mq)`.
-    pub async fn send_to(&self, msg: &Message, mq: &MessageQueue) -> Result<SendResult> {
+    pub async fn send_to(&self, msg: &Message, mq: &TopicQueue) -> Result<SendResult> {
         self.check_running()?;
         msg.validate(self.inner.options.max_message_size)?;
         if msg.topic != mq.topic {
@@ -637,7 +637,7 @@ impl Producer {
     async fn send_kernel(
         &self,
         p: &Prepared<'_>,
-        mq: &MessageQueue,
+        mq: &TopicQueue,
         addr: &str,
         mode: Mode,
         timeout: Duration,
@@ -656,7 +656,7 @@ impl Producer {
         }
     }
 
-    fn build_request(&self, p: &Prepared<'_>, mq: &MessageQueue) -> RemotingCommand {
+    fn build_request(&self, p: &Prepared<'_>, mq: &TopicQueue) -> RemotingCommand {
         let opts = &self.inner.options;
         let (code, keys) = if p.batch {
             (request::SEND_BATCH_MESSAGE, &V2_KEYS)
@@ -701,11 +701,7 @@ const ZLIB_COMPRESSION_FLAG: i32 = 3 << 8;
 
 /// Java's `processSendResponse`: SUCCESS and the three "stored, but" codes
 /// give a result; anything else is a broker error.
-fn process_send_response(
-    addr: &str,
-    resp: RemotingCommand,
-    mq: &MessageQueue,
-) -> Result<SendResult> {
+fn process_send_response(addr: &str, resp: RemotingCommand, mq: &TopicQueue) -> Result<SendResult> {
     let status = match resp.code {
         response::SUCCESS => SendStatus::SendOk,
         response::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
@@ -727,7 +723,7 @@ fn process_send_response(
         // The caller moves the ids in (no copy per send).
         msg_id: String::new(),
         offset_msg_id: header.msg_id,
-        queue: MessageQueue {
+        queue: TopicQueue {
             topic: mq.topic.clone(),
             broker_name: mq.broker_name.clone(),
             queue_id: header.queue_id,

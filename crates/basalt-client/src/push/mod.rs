@@ -38,7 +38,7 @@ use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
 use crate::filter::build_subscription;
 use crate::instance::{ClientInstance, ConsumerInner};
-use crate::message::{MessageExt, MessageQueue};
+use crate::message::{MessageExt, TopicQueue};
 use crate::producer::Producer;
 use consume::ConsumeRequest;
 use offset_store::OffsetStore;
@@ -80,7 +80,7 @@ pub enum ConsumeStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumeContext {
     /// The queue the batch came from.
-    pub queue: Arc<MessageQueue>,
+    pub queue: Arc<TopicQueue>,
     /// Concurrent mode: with `Success`, messages `0..=ack_index` succeeded
     /// and the rest are retried (default: all succeeded).
     pub ack_index: i32,
@@ -92,7 +92,7 @@ pub struct ConsumeContext {
 }
 
 impl ConsumeContext {
-    fn new(queue: Arc<MessageQueue>, suspend_time: Duration) -> Self {
+    fn new(queue: Arc<TopicQueue>, suspend_time: Duration) -> Self {
         Self {
             queue,
             ack_index: i32::MAX,
@@ -231,9 +231,9 @@ pub(crate) struct PushInner {
     state: AtomicU8,
     subscriptions: RwLock<BTreeMap<String, SubscriptionData>>,
     /// Readable queues per subscribed topic, from the routes.
-    topic_queues: RwLock<HashMap<String, BTreeSet<MessageQueue>>>,
-    process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
-    pull_tasks: Mutex<HashMap<MessageQueue, JoinHandle<()>>>,
+    topic_queues: RwLock<HashMap<String, BTreeSet<TopicQueue>>>,
+    process_queues: Mutex<BTreeMap<TopicQueue, Arc<ProcessQueue>>>,
+    pull_tasks: Mutex<HashMap<TopicQueue, JoinHandle<()>>>,
     offsets: OnceLock<OffsetStore>,
     listener: Mutex<Option<Listener>>,
     consume_tx: Mutex<Option<mpsc::UnboundedSender<ConsumeRequest>>>,
@@ -484,11 +484,11 @@ impl PushConsumer {
         inner.permits.close();
         // Rebalancing is over: take the rebalance lock so none is half-way.
         let _no_rebalance = inner.rebalance_lock.lock().await;
-        let queues: Vec<(MessageQueue, Arc<ProcessQueue>)> =
+        let queues: Vec<(TopicQueue, Arc<ProcessQueue>)> =
             std::mem::take(&mut *inner.process_queues.lock())
                 .into_iter()
                 .collect();
-        let held: BTreeSet<MessageQueue> = queues.iter().map(|(m, _)| m.clone()).collect();
+        let held: BTreeSet<TopicQueue> = queues.iter().map(|(m, _)| m.clone()).collect();
         if let Some(store) = inner.offsets.get() {
             store.persist_all(&held).await;
         }
@@ -504,12 +504,12 @@ impl PushConsumer {
     }
 
     /// The queues this consumer currently holds.
-    pub fn assigned_queues(&self) -> BTreeSet<MessageQueue> {
+    pub fn assigned_queues(&self) -> BTreeSet<TopicQueue> {
         self.inner.process_queues.lock().keys().cloned().collect()
     }
 
     /// The in-memory consumed offset of a queue (what the next commit sends).
-    pub fn committed_offset(&self, mq: &MessageQueue) -> Option<i64> {
+    pub fn committed_offset(&self, mq: &TopicQueue) -> Option<i64> {
         self.inner.offsets.get().and_then(|s| s.read_memory(mq))
     }
 
@@ -548,7 +548,7 @@ impl PushInner {
         if !self.is_running() {
             return;
         }
-        let held: BTreeSet<MessageQueue> = self.process_queues.lock().keys().cloned().collect();
+        let held: BTreeSet<TopicQueue> = self.process_queues.lock().keys().cloned().collect();
         self.offsets().persist_all(&held).await;
     }
 
@@ -589,7 +589,7 @@ impl PushInner {
             self.consume_from_where_java().name().to_string(),
         );
         let mut out = b"{\"mqTable\":{".to_vec();
-        let queues: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+        let queues: Vec<(TopicQueue, Arc<ProcessQueue>)> = self
             .process_queues
             .lock()
             .iter()
@@ -653,7 +653,7 @@ impl ConsumerInner for PushInner {
         self.subscriptions.read().keys().cloned().collect()
     }
 
-    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>) -> bool {
+    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<TopicQueue>) -> bool {
         if !self.subscriptions.read().contains_key(topic) {
             return false;
         }
@@ -684,7 +684,7 @@ impl ConsumerInner for PushInner {
     fn reset_offsets(
         self: Arc<Self>,
         topic: String,
-        offsets: BTreeMap<MessageQueue, i64>,
+        offsets: BTreeMap<TopicQueue, i64>,
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move { self.reset_offsets_now(&topic, &offsets).await })
     }

@@ -10,7 +10,7 @@ use basalt_remoting::code::response;
 use super::process_queue::ProcessQueue;
 use super::{MessageModel, PushInner};
 use crate::error::ClientError;
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 use crate::pull::{PullArgs, PullStatus, pull, sys_flag};
 
 /// Retry delay after the broker answered FLOW_CONTROL.
@@ -19,7 +19,7 @@ const DELAY_WHEN_BROKER_FLOW_CONTROL: Duration = Duration::from_millis(20);
 /// Pulls `mq` from `next_offset` until the queue is dropped or the consumer stops.
 pub(crate) async fn run(
     inner: Arc<PushInner>,
-    mq: Arc<MessageQueue>,
+    mq: Arc<TopicQueue>,
     pq: Arc<ProcessQueue>,
     mut next_offset: i64,
 ) {
