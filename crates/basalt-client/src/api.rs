@@ -127,11 +127,12 @@ impl ClientInstance {
     /// GET_CONSUMER_LIST_BY_GROUP at a broker of `topic`: the client ids of
     /// the group's live consumers (Java `findConsumerIdList`).
     pub async fn consumer_id_list(&self, topic: &str, group: &str) -> Result<Vec<String>> {
-        let addr = match self.any_broker_of(topic) {
+        let addr = match self.routes().any_broker_of(topic) {
             Some(a) => a,
             None => {
                 self.update_route(topic).await?;
-                self.any_broker_of(topic)
+                self.routes()
+                    .any_broker_of(topic)
                     .ok_or_else(|| ClientError::NoRoute {
                         topic: topic.to_string(),
                     })?

@@ -557,7 +557,7 @@ impl Producer {
         let start = Instant::now();
         let deadline = start + opts.send_timeout;
         let instance = &self.inner.instance;
-        let info: Arc<TopicPublishInfo> = match instance.publish_info(p.topic) {
+        let info: Arc<TopicPublishInfo> = match instance.routes().publish_info(p.topic) {
             Some(i) => i,
             None => {
                 // A topic is checked once, before its first lookup.

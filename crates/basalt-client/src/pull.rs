@@ -122,7 +122,9 @@ pub(crate) async fn pull(instance: &ClientInstance, args: PullArgs<'_>) -> Resul
     };
     let h = PullMessageResponseHeader::from_ext(&resp.ext_fields)
         .map_err(|e| ClientError::bad_response(&target.addr, e))?;
-    instance.set_pull_from(args.mq, h.suggest_which_broker_id);
+    instance
+        .routes()
+        .set_pull_from(args.mq, h.suggest_which_broker_id);
     let raw = RawPull {
         status,
         next_begin_offset: h.next_begin_offset,
