@@ -93,7 +93,33 @@ impl PushInner {
         topic: &str,
         assigned: &BTreeSet<TopicQueue>,
     ) -> bool {
-        let locks = self.needs_locks();
+        let dropped = self.drop_unassigned(topic, assigned).await;
+        let (started, lock_failed) = self.add_assigned(assigned).await;
+        let changed = dropped || !started.is_empty();
+        if lock_failed {
+            let weak = Arc::downgrade(self);
+            tokio::spawn(async move {
+                tokio::time::sleep(RELOCK_DELAY).await;
+                if let Some(me) = weak.upgrade() {
+                    me.instance.rebalance_now();
+                }
+            });
+        }
+        if changed {
+            // Tell the brokers the subscription changed (`messageQueueChanged`)
+            // before the new pulls carry the new version.
+            if let Some(sub) = self.subscriptions.write().get_mut(topic) {
+                sub.sub_version = basalt_common::time::now_millis().max(sub.sub_version + 1);
+            }
+            self.instance.send_heartbeat_to_all_brokers().await;
+        }
+        self.start_pulls(started);
+        changed
+    }
+
+    /// Drops the held queues of `topic` that are not in `assigned`, were
+    /// dropped, or whose pull task ended. Returns whether it dropped any.
+    async fn drop_unassigned(&self, topic: &str, assigned: &BTreeSet<TopicQueue>) -> bool {
         let to_remove: Vec<(TopicQueue, Arc<ProcessQueue>)> = {
             let table = self.process_queues.lock();
             let tasks = self.pull_tasks.lock();
@@ -108,13 +134,24 @@ impl PushInner {
                 .map(|(m, p)| (m.clone(), p.clone()))
                 .collect()
         };
-        let mut changed = false;
+        let dropped = !to_remove.is_empty();
         for (mq, pq) in to_remove {
             pq.set_dropped();
             self.remove_unnecessary(&mq).await;
             self.forget_queue(&mq, &pq);
-            changed = true;
         }
+        dropped
+    }
+
+    /// Adds a process queue for each queue of `assigned` not held yet
+    /// (locked at the broker first in orderly clustering mode), from its
+    /// start offset. Returns the queues added with their start offsets, and
+    /// whether some lock could not be taken.
+    async fn add_assigned(
+        &self,
+        assigned: &BTreeSet<TopicQueue>,
+    ) -> (Vec<(TopicQueue, Arc<ProcessQueue>, i64)>, bool) {
+        let locks = self.needs_locks();
         let mut started = Vec::new();
         let mut lock_failed = false;
         for mq in assigned {
@@ -144,30 +181,18 @@ impl PushInner {
                     if inserted {
                         tracing::info!(group = %self.group, queue = %mq, offset, "queue assigned");
                         started.push((mq.clone(), pq, offset));
-                        changed = true;
                     }
                 }
                 Err(e) => tracing::warn!(group = %self.group, queue = %mq, error = %e,
                     "cannot compute the start offset; retrying at the next rebalance"),
             }
         }
-        if lock_failed {
-            let weak = Arc::downgrade(self);
-            tokio::spawn(async move {
-                tokio::time::sleep(RELOCK_DELAY).await;
-                if let Some(me) = weak.upgrade() {
-                    me.instance.rebalance_now();
-                }
-            });
-        }
-        if changed {
-            // Tell the brokers the subscription changed (`messageQueueChanged`)
-            // before the new pulls carry the new version.
-            if let Some(sub) = self.subscriptions.write().get_mut(topic) {
-                sub.sub_version = basalt_common::time::now_millis().max(sub.sub_version + 1);
-            }
-            self.instance.send_heartbeat_to_all_brokers().await;
-        }
+        (started, lock_failed)
+    }
+
+    /// Spawns the pull task (and in orderly mode the consume loop) of each
+    /// newly added queue, unless the consumer is stopping.
+    fn start_pulls(self: &Arc<Self>, started: Vec<(TopicQueue, Arc<ProcessQueue>, i64)>) {
         for (mq, pq, offset) in started {
             if !self.is_running() {
                 break;
@@ -184,7 +209,6 @@ impl PushInner {
                 tokio::spawn(consume::orderly_loop(self.clone(), shared, pq));
             }
         }
-        changed
     }
 
     fn needs_locks(&self) -> bool {
