@@ -64,7 +64,7 @@ pub use basalt_remoting::{LanguageCode, SerializeType};
 pub use config::ClientConfig;
 pub use error::{ClientError, Result};
 pub use instance::ClientInstance;
-pub use message::{Message, MessageExt, MessageQueue};
+pub use message::{Message, MessageExt, TopicQueue};
 pub use producer::{Producer, ProducerOptions, SendResult, SendStatus};
 pub use pull::{PullResult, PullStatus};
 pub use pull_consumer::PullConsumer;
