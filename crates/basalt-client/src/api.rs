@@ -156,7 +156,7 @@ impl ClientInstance {
     }
 
     /// CONSUMER_SEND_MSG_BACK: asks the broker holding `msg` to put it on the
-    /// group's retry topic (or the DLQ) — spec §2.7.
+    /// group's retry topic (or the DLQ) — docs/protocol.md#send-back.
     pub(crate) async fn consumer_send_msg_back(
         &self,
         addr: &str,

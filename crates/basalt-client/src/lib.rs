@@ -1,5 +1,5 @@
 //! Basalt's async RocketMQ client (tokio). It speaks the standard remoting
-//! protocol (spec §1–3), so it works against Basalt and against Apache
+//! protocol (docs/protocol.md), so it works against Basalt and against Apache
 //! RocketMQ brokers alike.
 //!
 //! * [`Producer`] — sync, async, oneway, to-queue and batch sends with

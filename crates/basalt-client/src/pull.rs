@@ -15,7 +15,7 @@ use crate::filter::matches_tags;
 use crate::instance::ClientInstance;
 use crate::message::{MessageExt, TopicQueue, fmt_i64, itoa_buf};
 
-/// `PullSysFlag` bits (spec §2.4).
+/// `PullSysFlag` bits (docs/protocol.md#pull-sys-flags).
 pub mod sys_flag {
     /// Store the request's `commitOffset` for the group.
     pub const COMMIT_OFFSET: i32 = 0x1;

@@ -1,7 +1,7 @@
 //! [`Producer`]: sends messages (Java `DefaultMQProducer` / `DefaultMQProducerImpl`).
 //!
 //! A send picks a writable queue round-robin, writes a `SEND_MESSAGE_V2`
-//! request (short header keys `a`..`n`, spec §2.3) and, for a synchronous
+//! request (short header keys `a`..`n`, docs/protocol.md#send) and, for a synchronous
 //! send, retries on connection failures and on the response codes Java
 //! retries on, avoiding the broker that just failed, all within one overall
 //! timeout.
@@ -367,7 +367,7 @@ impl Producer {
         })
     }
 
-    /// Sends messages of one topic as one `SEND_BATCH_MESSAGE` (spec §2.3).
+    /// Sends messages of one topic as one `SEND_BATCH_MESSAGE` (docs/protocol.md#send).
     /// All must share the topic and `wait_store_msg_ok`, have no delay level
     /// and not target a retry topic. The result's ids are comma-separated.
     pub async fn send_batch(&self, msgs: &[Message]) -> Result<SendResult> {

@@ -15,7 +15,7 @@ use crate::error::{ClientError, Result};
 use crate::instance::ClientInstance;
 use crate::message::{Message, TopicQueue, fmt_i64, itoa_buf, push_prop};
 
-/// Ext-field keys of a send header: V1 names and V2 short keys (spec §2.3).
+/// Ext-field keys of a send header: V1 names and V2 short keys (docs/protocol.md#send).
 const V1_KEYS: [&str; 14] = [
     "producerGroup",
     "topic",
