@@ -1,4 +1,5 @@
-//! Well-known property keys, reserved topics and permission bits (spec §3.2, §2.10).
+//! Well-known property keys, reserved topics and permission bits
+//! (docs/protocol.md#well-known-properties, docs/protocol.md#permissions).
 
 /// Property keys RocketMQ clients and brokers give meaning to.
 pub mod property {

@@ -1,4 +1,5 @@
-//! ConsumeQueue: the per topic-queue index into the CommitLog (spec §5.1).
+//! ConsumeQueue: the per topic-queue index into the CommitLog
+//! (docs/storage-format.md#consumequeue).
 //!
 //! Unit *n* (20 bytes: `[physical offset i64][size i32][tags code i64]`) sits at
 //! logical byte offset `n * 20`; files hold a fixed number of units and are

@@ -1,4 +1,4 @@
-//! Crash recovery (seed 003; spec §4.2, §5.3–5.4).
+//! Crash recovery (docs/storage-format.md#recovery).
 //!
 //! * **Normal** (the abort file is absent: the last run shut down cleanly):
 //!   validate the last three CommitLog files and cut anything invalid at the

@@ -472,7 +472,7 @@ impl MessageStore {
     }
 
     /// Reads up to `max_msgs` messages of a queue from `offset`, following
-    /// RocketMQ's `DefaultMessageStore.getMessage` rules (spec §2.4).
+    /// RocketMQ's `DefaultMessageStore.getMessage` rules (docs/protocol.md#pull-results).
     pub fn get_message(
         &self,
         req: &GetMessageRequest<'_>,

@@ -1,6 +1,6 @@
 //! Client membership and offsets: HEART_BEAT, UNREGISTER_CLIENT,
 //! GET_CONSUMER_LIST_BY_GROUP, consumer offsets, queue offsets, queue locks
-//! (spec §2.5, §2.6, §2.8).
+//! (docs/protocol.md#heartbeat, docs/protocol.md#offsets, docs/protocol.md#queue-locks).
 
 use std::time::Instant;
 

@@ -1,4 +1,4 @@
-//! PULL_MESSAGE / LITE_PULL_MESSAGE with long polling (spec §2.4).
+//! PULL_MESSAGE / LITE_PULL_MESSAGE with long polling (docs/protocol.md#pull).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE and
-//! CONSUMER_SEND_MSG_BACK (spec §2.3, §2.7).
+//! CONSUMER_SEND_MSG_BACK (docs/protocol.md#send, docs/protocol.md#send-back).
 
 use basalt_common::constants::{perm, property, topic as reserved};
 use basalt_common::record::{RecordDraft, RecordView};
