@@ -6,10 +6,10 @@
 
 use std::collections::HashSet;
 
+use crate::clients::registry::Subscription;
 use basalt_common::constants::property;
 use basalt_common::hash::java_string_hash;
 use basalt_common::record::RecordView;
-use basalt_remoting::protocol::SubscriptionData;
 use basalt_store::MessageFilter;
 
 /// A parsed TAG subscription.
@@ -50,14 +50,14 @@ impl TagFilter {
     }
 
     /// From a heartbeat's subscription (its tags set, or its expression).
-    pub fn from_subscription(s: &SubscriptionData) -> TagFilter {
-        if s.sub_string.trim() == "*" || s.sub_string.trim().is_empty() {
+    pub fn from_subscription(s: &Subscription) -> TagFilter {
+        if s.expression.trim() == "*" || s.expression.trim().is_empty() {
             return Self::parse("*");
         }
-        if !s.tags_set.is_empty() {
-            return Self::parse(&s.tags_set.join("||"));
+        if !s.tags.is_empty() {
+            return Self::parse(&s.tags.join("||"));
         }
-        Self::parse(&s.sub_string)
+        Self::parse(&s.expression)
     }
 
     pub fn matches_all(&self) -> bool {

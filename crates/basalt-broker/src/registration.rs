@@ -99,7 +99,7 @@ impl Registrar {
         }
         let body = RegisterBrokerBody {
             filter_server_list: Vec::new(),
-            topic_config_serialize_wrapper: self.topics.snapshot(),
+            topic_config_serialize_wrapper: self.topics.snapshot().to_wire(),
         }
         .to_json();
         let crc = basalt_common::crc::masked_crc32(&body) as i32;

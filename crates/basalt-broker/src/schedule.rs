@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::clients::waiters::PullWaiters;
 use crate::metadata::file::ConfigFile;
+use crate::metadata::formats::{parse_delay_offsets, render_delay_offsets};
 use crate::writer::MessageWriter;
 
 /// Next schedule-queue offset to deliver, per delay level
@@ -67,14 +68,7 @@ impl DelayOffsets {
 
     /// `{"offsetTable":{1:0,2:15}}` (GET_ALL_DELAY_OFFSET body and file).
     pub fn encode(&self) -> String {
-        let mut out = Vec::new();
-        out.extend_from_slice(b"{\"offsetTable\":");
-        basalt_remoting::fastjson::write_bare_key_i64_map(
-            &mut out,
-            self.offsets.lock().iter().map(|(k, v)| (*k as i64, *v)),
-        );
-        out.push(b'}');
-        String::from_utf8(out).unwrap_or_default()
+        render_delay_offsets(&self.offsets.lock())
     }
 
     pub fn persist(&self) {
@@ -86,21 +80,6 @@ impl DelayOffsets {
             tracing::error!(error = %e, "cannot persist delayOffset.json");
         }
     }
-}
-
-/// Parses `{"offsetTable":{1:0,2:15}}`.
-fn parse_delay_offsets(text: &str) -> Result<BTreeMap<i32, i64>, String> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct F {
-        #[serde(default)]
-        offset_table: BTreeMap<String, i64>,
-    }
-    let f: F = basalt_remoting::fastjson::from_str(text).map_err(|e| e.to_string())?;
-    f.offset_table
-        .into_iter()
-        .map(|(k, v)| k.parse::<i32>().map(|k| (k, v)).map_err(|e| e.to_string()))
-        .collect()
 }
 
 /// What delayed delivery needs: the schedule queues, the write path, the

@@ -7,6 +7,47 @@ use std::time::{Duration, Instant};
 
 use basalt_remoting::Channel;
 use basalt_remoting::protocol::{ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData};
+
+/// What a consumer group subscribes to on one topic, as its heartbeats
+/// said: the broker's own copy of the wire's `SubscriptionData`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    pub topic: String,
+    /// `TAG` or `SQL92`.
+    pub expression_type: String,
+    /// The expression as the client wrote it (`*`, `A || B`, SQL).
+    pub expression: String,
+    /// The tags of a TAG expression, and their Java hash codes.
+    pub tags: Vec<String>,
+    pub tag_codes: Vec<i32>,
+    /// The client's version stamp of this subscription.
+    pub version: i64,
+}
+
+impl Subscription {
+    pub fn from_wire(s: SubscriptionData) -> Self {
+        Subscription {
+            topic: s.topic,
+            expression_type: s.expression_type,
+            expression: s.sub_string,
+            tags: s.tags_set,
+            tag_codes: s.code_set,
+            version: s.sub_version,
+        }
+    }
+
+    pub fn to_wire(&self) -> SubscriptionData {
+        SubscriptionData {
+            class_filter_mode: false,
+            code_set: self.tag_codes.clone(),
+            expression_type: self.expression_type.clone(),
+            sub_string: self.expression.clone(),
+            sub_version: self.version,
+            tags_set: self.tags.clone(),
+            topic: self.topic.clone(),
+        }
+    }
+}
 use parking_lot::RwLock;
 
 /// One connected client of a group.
@@ -22,7 +63,7 @@ pub struct ClientChannel {
 pub struct ConsumerGroup {
     /// By channel id.
     pub members: HashMap<u64, ClientChannel>,
-    pub subscriptions: HashMap<String, SubscriptionData>,
+    pub subscriptions: HashMap<String, Subscription>,
     pub consume_type: ConsumeType,
     pub message_model: MessageModel,
     pub consume_from_where: ConsumeFromWhere,
@@ -76,10 +117,10 @@ impl ClientManager {
         g.consume_from_where = consume_from_where;
         let before = g.client_ids();
         g.members.insert(client.channel.id(), client);
-        for s in subscriptions {
+        for s in subscriptions.into_iter().map(Subscription::from_wire) {
             match g.subscriptions.get(&s.topic) {
                 // Keep the newest version of each topic's subscription.
-                Some(old) if old.sub_version > s.sub_version => {}
+                Some(old) if old.version > s.version => {}
                 _ => {
                     g.subscriptions.insert(s.topic.clone(), s);
                 }
@@ -177,7 +218,7 @@ impl ClientManager {
         self.consumers.read().get(group).cloned()
     }
 
-    pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
+    pub fn subscription(&self, group: &str, topic: &str) -> Option<Subscription> {
         self.consumers
             .read()
             .get(group)

@@ -3,90 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use basalt_common::time::now_millis;
-use basalt_remoting::protocol::DataVersion;
 use std::sync::Arc;
 
+use basalt_common::time::now_millis;
 use parking_lot::RwLock;
-use serde::{Deserialize, Serialize};
 
 use crate::metadata::file::{ConfigFile, MetadataWriter};
-
-/// One group's settings (`SubscriptionGroupConfig`, 4.x fields plus the
-/// common 5.x ones), fields in fastjson's alphabetical order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubscriptionGroupConfig {
-    #[serde(default)]
-    pub broker_id: i64,
-    #[serde(default = "yes")]
-    pub consume_broadcast_enable: bool,
-    #[serde(default = "yes")]
-    pub consume_enable: bool,
-    #[serde(default = "yes")]
-    pub consume_from_min_enable: bool,
-    #[serde(default)]
-    pub consume_message_orderly: bool,
-    #[serde(default = "fifteen")]
-    pub consume_timeout_minute: i32,
-    #[serde(default)]
-    pub group_name: String,
-    #[serde(default)]
-    pub group_sys_flag: i32,
-    #[serde(default = "yes")]
-    pub notify_consumer_ids_changed_enable: bool,
-    #[serde(default = "sixteen")]
-    pub retry_max_times: i32,
-    #[serde(default = "one")]
-    pub retry_queue_nums: i32,
-    #[serde(default = "one_i64")]
-    pub which_broker_when_consume_slowly: i64,
-}
-
-fn yes() -> bool {
-    true
-}
-fn fifteen() -> i32 {
-    15
-}
-fn sixteen() -> i32 {
-    16
-}
-fn one() -> i32 {
-    1
-}
-fn one_i64() -> i64 {
-    1
-}
-
-impl SubscriptionGroupConfig {
-    pub fn new(group: &str) -> Self {
-        SubscriptionGroupConfig {
-            broker_id: 0,
-            consume_broadcast_enable: true,
-            consume_enable: true,
-            consume_from_min_enable: true,
-            consume_message_orderly: false,
-            consume_timeout_minute: 15,
-            group_name: group.to_string(),
-            group_sys_flag: 0,
-            notify_consumer_ids_changed_enable: true,
-            retry_max_times: 16,
-            retry_queue_nums: 1,
-            which_broker_when_consume_slowly: 1,
-        }
-    }
-}
-
-/// The file's shape.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubscriptionGroupWrapper {
-    #[serde(default)]
-    pub data_version: DataVersion,
-    #[serde(default)]
-    pub subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
-}
+pub use crate::metadata::formats::SubscriptionGroupConfig;
+use crate::metadata::formats::{GroupsFile, TableVersion};
 
 /// Why a group was not created.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -108,7 +32,7 @@ pub enum GroupCreateError {
 /// count within the limit, unless it came from the file or the master.
 #[derive(Debug)]
 pub struct SubscriptionGroupManager {
-    inner: Arc<RwLock<SubscriptionGroupWrapper>>,
+    inner: Arc<RwLock<GroupsFile>>,
     writer: MetadataWriter,
     max_groups: usize,
     max_queues: i32,
@@ -129,21 +53,15 @@ const SYSTEM_GROUPS: &[&str] = &[
     "CID_RMQ_SYS_TRANS",
 ];
 
-fn render(w: &SubscriptionGroupWrapper) -> String {
-    serde_json::to_string_pretty(w).unwrap_or_default()
-}
-
 impl SubscriptionGroupManager {
     /// Loads subscriptionGroup.json (or its .bak) and adds the system
     /// groups; writes the file only if that changed it. Blocking.
     pub fn load(root: &Path, max_groups: usize, max_queues: i32) -> Self {
         let file = ConfigFile::new(root, "subscriptionGroup.json");
-        let mut w: SubscriptionGroupWrapper = file
-            .load(|t| basalt_remoting::fastjson::from_str(t).map_err(|e| e.to_string()))
-            .unwrap_or_else(|| SubscriptionGroupWrapper {
-                data_version: DataVersion::new(now_millis()),
-                subscription_group_table: BTreeMap::new(),
-            });
+        let mut w: GroupsFile = file.load(GroupsFile::parse).unwrap_or_else(|| GroupsFile {
+            data_version: TableVersion::new(now_millis()),
+            subscription_group_table: BTreeMap::new(),
+        });
         for g in SYSTEM_GROUPS {
             w.subscription_group_table
                 .entry(g.to_string())
@@ -151,7 +69,7 @@ impl SubscriptionGroupManager {
         }
         let inner = Arc::new(RwLock::new(w));
         let table = Arc::clone(&inner);
-        let writer = MetadataWriter::start(file, move || render(&table.read()));
+        let writer = MetadataWriter::start(file, move || table.read().render());
         if let Err(e) = writer.flush_now() {
             tracing::error!(error = %e, "cannot write subscriptionGroup.json at start");
         }
@@ -243,11 +161,11 @@ impl SubscriptionGroupManager {
         removed
     }
 
-    pub fn snapshot(&self) -> SubscriptionGroupWrapper {
+    pub fn snapshot(&self) -> GroupsFile {
         self.inner.read().clone()
     }
 
-    pub fn replace_all(&self, w: SubscriptionGroupWrapper) {
+    pub fn replace_all(&self, w: GroupsFile) {
         *self.inner.write() = w;
         self.writer.mark_changed();
     }

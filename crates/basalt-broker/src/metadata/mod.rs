@@ -4,6 +4,7 @@
 //! async workers.
 
 pub mod file;
+pub mod formats;
 pub mod groups;
 pub mod offsets;
 pub mod topics;

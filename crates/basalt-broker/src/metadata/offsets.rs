@@ -9,60 +9,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::RwLock;
 
 use crate::metadata::file::ConfigFile;
+use crate::metadata::formats::{OffsetTable, parse_offset_table, render_offset_table};
 
 /// See the module documentation. Invariant: the table only changes through
 /// `commit`/`replace_all`/`remove_*`, which mark it dirty for the next persist.
 #[derive(Debug)]
 pub struct ConsumerOffsetManager {
     file: ConfigFile,
-    table: RwLock<HashMap<String, BTreeMap<i32, i64>>>,
+    table: RwLock<OffsetTable>,
     dirty: AtomicBool,
 }
 
 fn key(topic: &str, group: &str) -> String {
     format!("{topic}@{group}")
-}
-
-/// Parses `{"offsetTable":{"T@G":{0:12,1:10}}}` (bare or quoted keys).
-pub fn parse_offset_table(text: &str) -> Result<HashMap<String, BTreeMap<i32, i64>>, String> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct File {
-        #[serde(default)]
-        offset_table: HashMap<String, BTreeMap<String, i64>>,
-    }
-    let f: File = basalt_remoting::fastjson::from_str(text).map_err(|e| e.to_string())?;
-    let mut out = HashMap::new();
-    for (k, m) in f.offset_table {
-        let mut inner = BTreeMap::new();
-        for (q, o) in m {
-            let q: i32 = q.parse().map_err(|_| format!("queue id {q:?} in {k}"))?;
-            inner.insert(q, o);
-        }
-        out.insert(k, inner);
-    }
-    Ok(out)
-}
-
-/// Writes the table as Java does: bare integer inner keys.
-pub fn encode_offset_table(table: &HashMap<String, BTreeMap<i32, i64>>) -> String {
-    let mut keys: Vec<_> = table.keys().collect();
-    keys.sort();
-    let mut out = Vec::with_capacity(64 + table.len() * 64);
-    out.extend_from_slice(b"{\"offsetTable\":{");
-    for (i, k) in keys.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        basalt_remoting::json::write_str(&mut out, k);
-        out.push(b':');
-        basalt_remoting::fastjson::write_bare_key_i64_map(
-            &mut out,
-            table[*k].iter().map(|(q, o)| (*q as i64, *o)),
-        );
-    }
-    out.extend_from_slice(b"}}");
-    String::from_utf8(out).unwrap_or_default()
 }
 
 impl ConsumerOffsetManager {
@@ -134,7 +93,7 @@ impl ConsumerOffsetManager {
 
     /// The table in its file form (GET_ALL_CONSUMER_OFFSET body).
     pub fn encode(&self) -> String {
-        encode_offset_table(&self.table.read())
+        render_offset_table(&self.table.read())
     }
 
     /// Replaces everything (a slave copying its master).

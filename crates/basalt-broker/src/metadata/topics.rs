@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use basalt_common::constants::{perm, topic as reserved};
 use basalt_common::time::now_millis;
-use basalt_remoting::protocol::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 use parking_lot::RwLock;
 use thiserror::Error;
 
 use crate::config::BrokerConfig;
 use crate::metadata::file::{ConfigFile, MetadataWriter};
+use crate::metadata::formats::{TableVersion, TopicSettings, TopicsFile};
 
 /// Why a topic was not created.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub enum TopicCreateError {
 /// topics.json write that makes its creation durable (`None`: it existed).
 #[derive(Debug, Clone)]
 pub struct TopicChange {
-    pub config: TopicConfig,
+    pub config: TopicSettings,
     pub generation: Option<u64>,
 }
 
@@ -49,13 +49,9 @@ struct TopicLimits {
 /// from the file or the master as it is.
 #[derive(Debug)]
 pub struct TopicConfigManager {
-    inner: Arc<RwLock<TopicConfigSerializeWrapper>>,
+    inner: Arc<RwLock<TopicsFile>>,
     writer: MetadataWriter,
     limits: TopicLimits,
-}
-
-fn render(w: &TopicConfigSerializeWrapper) -> String {
-    serde_json::to_string_pretty(w).unwrap_or_default()
 }
 
 impl TopicConfigManager {
@@ -63,23 +59,23 @@ impl TopicConfigManager {
     /// Writes the file only if that changed it. Blocking.
     pub fn load(root: &Path, cfg: &BrokerConfig) -> Self {
         let file = ConfigFile::new(root, "topics.json");
-        let loaded: Option<TopicConfigSerializeWrapper> =
-            file.load(|text| basalt_remoting::fastjson::from_str(text).map_err(|e| e.to_string()));
-        let mut wrapper = loaded.unwrap_or_else(|| TopicConfigSerializeWrapper {
-            data_version: DataVersion::new(now_millis()),
+        let loaded: Option<TopicsFile> = file.load(TopicsFile::parse);
+        let mut wrapper = loaded.unwrap_or_else(|| TopicsFile {
+            data_version: TableVersion::new(now_millis()),
             topic_config_table: BTreeMap::new(),
         });
         let mut system = vec![
-            TopicConfig::new(reserved::SELF_TEST_TOPIC, 1),
-            TopicConfig::new(reserved::BENCHMARK_TOPIC, 8),
-            TopicConfig::new(cfg.broker_cluster_name.clone(), 16),
-            TopicConfig::new(cfg.broker_name.clone(), 1),
-            TopicConfig::new(reserved::OFFSET_MOVED_EVENT, 1),
-            TopicConfig::new(reserved::SCHEDULE_TOPIC, 18),
-            TopicConfig::new(format!("{}_REPLY_TOPIC", cfg.broker_cluster_name), 1),
+            TopicSettings::new(reserved::SELF_TEST_TOPIC, 1),
+            TopicSettings::new(reserved::BENCHMARK_TOPIC, 8),
+            TopicSettings::new(cfg.broker_cluster_name.clone(), 16),
+            TopicSettings::new(cfg.broker_name.clone(), 1),
+            TopicSettings::new(reserved::OFFSET_MOVED_EVENT, 1),
+            TopicSettings::new(reserved::SCHEDULE_TOPIC, 18),
+            TopicSettings::new(format!("{}_REPLY_TOPIC", cfg.broker_cluster_name), 1),
         ];
         if cfg.auto_create_topic_enable {
-            let mut t = TopicConfig::new(reserved::AUTO_CREATE_TOPIC, cfg.default_topic_queue_nums);
+            let mut t =
+                TopicSettings::new(reserved::AUTO_CREATE_TOPIC, cfg.default_topic_queue_nums);
             t.perm = perm::INHERIT | perm::READ | perm::WRITE;
             system.push(t);
         }
@@ -91,7 +87,7 @@ impl TopicConfigManager {
         }
         let inner = Arc::new(RwLock::new(wrapper));
         let table = Arc::clone(&inner);
-        let writer = MetadataWriter::start(file, move || render(&table.read()));
+        let writer = MetadataWriter::start(file, move || table.read().render());
         if let Err(e) = writer.flush_now() {
             tracing::error!(error = %e, "cannot write topics.json at start");
         }
@@ -105,7 +101,7 @@ impl TopicConfigManager {
         }
     }
 
-    pub fn get(&self, topic: &str) -> Option<TopicConfig> {
+    pub fn get(&self, topic: &str) -> Option<TopicSettings> {
         self.inner.read().topic_config_table.get(topic).cloned()
     }
 
@@ -122,11 +118,11 @@ impl TopicConfigManager {
     }
 
     /// A snapshot of the whole table with its version.
-    pub fn snapshot(&self) -> TopicConfigSerializeWrapper {
+    pub fn snapshot(&self) -> TopicsFile {
         self.inner.read().clone()
     }
 
-    pub fn data_version(&self) -> DataVersion {
+    pub fn data_version(&self) -> TableVersion {
         self.inner.read().data_version.clone()
     }
 
@@ -155,7 +151,7 @@ impl TopicConfigManager {
     }
 
     /// Creates or replaces a topic, within the limits. Returns the change.
-    pub fn update(&self, t: TopicConfig) -> Result<TopicChange, TopicCreateError> {
+    pub fn update(&self, t: TopicSettings) -> Result<TopicChange, TopicCreateError> {
         basalt_common::topic::validate_internal_topic(&t.topic_name)
             .map_err(|e| TopicCreateError::InvalidName(e.to_string()))?;
         self.check_queues(t.read_queue_nums)?;
@@ -201,7 +197,7 @@ impl TopicConfigManager {
             return Err(not_allowed());
         }
         let queues = queue_nums.clamp(1, template.write_queue_nums.max(1));
-        let mut t = TopicConfig::new(topic, queues.min(self.limits.max_queues));
+        let mut t = TopicSettings::new(topic, queues.min(self.limits.max_queues));
         t.perm = template.perm & !perm::INHERIT;
         t.topic_sys_flag = template.topic_sys_flag;
         let change = self.update(t)?;
@@ -223,7 +219,7 @@ impl TopicConfigManager {
                 generation: None,
             });
         }
-        let mut t = TopicConfig::new(topic, queues.clamp(1, self.limits.max_queues));
+        let mut t = TopicSettings::new(topic, queues.clamp(1, self.limits.max_queues));
         t.perm = perm_bits;
         self.update(t)
     }
@@ -245,7 +241,7 @@ impl TopicConfigManager {
     }
 
     /// Replaces the whole table (a slave copying its master).
-    pub fn replace_all(&self, wrapper: TopicConfigSerializeWrapper) {
+    pub fn replace_all(&self, wrapper: TopicsFile) {
         *self.inner.write() = wrapper;
         self.writer.mark_changed();
     }
@@ -309,14 +305,14 @@ mod tests {
             .create_if_missing("%RETRY%G", 2_000_000_000, perm::READ | perm::WRITE)
             .unwrap();
         assert_eq!(ch.config.read_queue_nums, 1024);
-        let mut t = TopicConfig::new("Big", 1);
+        let mut t = TopicSettings::new("Big", 1);
         t.write_queue_nums = 1025;
         assert!(matches!(
             m.update(t),
             Err(TopicCreateError::QueueCount { .. })
         ));
         assert!(matches!(
-            m.update(TopicConfig::new("../x", 1)),
+            m.update(TopicSettings::new("../x", 1)),
             Err(TopicCreateError::InvalidName(_))
         ));
         let mut made = 0;

@@ -13,13 +13,13 @@ use basalt_remoting::header::{
     QueryMessageResponseHeader, ViewMessageRequestHeader,
 };
 use basalt_remoting::protocol::{
-    ConsumeStats, KvTable, MessageQueue, OffsetWrapper, TopicConfig, TopicFilterType, TopicOffset,
-    TopicStatsTable,
+    ConsumeStats, KvTable, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
 };
 use bytes::BytesMut;
 
 use super::paths::AdminPath;
 use super::{bad_header, checks, error};
+use crate::metadata::formats::{TagMode, TopicSettings};
 use crate::metadata::groups::SubscriptionGroupConfig;
 
 fn ok() -> RemotingCommand {
@@ -50,15 +50,15 @@ pub async fn create_topic(a: &AdminPath, req: &RemotingCommand) -> RemotingComma
             format!("the topic[{}] is conflict with system topic", h.topic),
         );
     }
-    let mut t = TopicConfig::new(h.topic.clone(), h.write_queue_nums);
+    let mut t = TopicSettings::new(h.topic.clone(), h.write_queue_nums);
     t.read_queue_nums = h.read_queue_nums;
     t.write_queue_nums = h.write_queue_nums;
     t.perm = h.perm;
     t.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
     t.order = h.order.unwrap_or(false);
     t.topic_filter_type = match h.topic_filter_type.as_deref() {
-        Some("MULTI_TAG") => TopicFilterType::MultiTag,
-        _ => TopicFilterType::SingleTag,
+        Some("MULTI_TAG") => TagMode::MultiTag,
+        _ => TagMode::SingleTag,
     };
     let change = match a.topics.update(t) {
         Ok(c) => c,
@@ -98,7 +98,7 @@ pub fn delete_topic(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
 }
 
 pub fn all_topic_config(a: &AdminPath) -> RemotingCommand {
-    ok().with_body(serde_json::to_vec(&a.topics.snapshot()).unwrap_or_default())
+    ok().with_body(serde_json::to_vec(&a.topics.snapshot().to_wire()).unwrap_or_default())
 }
 
 pub fn topic_config(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
@@ -109,7 +109,7 @@ pub fn topic_config(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
         return resp;
     }
     match a.topics.get(topic) {
-        Some(t) => ok().with_body(serde_json::to_vec(&t).unwrap_or_default()),
+        Some(t) => ok().with_body(serde_json::to_vec(&t.to_wire()).unwrap_or_default()),
         None => error(
             response::TOPIC_NOT_EXIST,
             format!("no topic in this a. topic: {topic}"),
@@ -318,7 +318,12 @@ pub fn consumer_connections(a: &AdminPath, req: &RemotingCommand) -> RemotingCom
     let subs: serde_json::Map<String, serde_json::Value> = g
         .subscriptions
         .iter()
-        .map(|(t, s)| (t.clone(), serde_json::to_value(s).unwrap_or_default()))
+        .map(|(t, s)| {
+            (
+                t.clone(),
+                serde_json::to_value(s.to_wire()).unwrap_or_default(),
+            )
+        })
         .collect();
     let body = serde_json::json!({
         "connectionSet": connections,

@@ -4,11 +4,11 @@
 
 use basalt_remoting::RemotingCommand;
 use basalt_remoting::code::response;
-use basalt_remoting::protocol::TopicConfig;
 
 use basalt_store::MessageStore;
 
 use super::error;
+use crate::metadata::formats::TopicSettings;
 use crate::metadata::topics::TopicConfigManager;
 use crate::replication::Replication;
 
@@ -39,7 +39,7 @@ pub(crate) fn served_queue(
     replication: &Replication,
     topic: &str,
     queue_id: i32,
-) -> Result<TopicConfig, RemotingCommand> {
+) -> Result<TopicSettings, RemotingCommand> {
     any_topic(topic)?;
     let Some(t) = topics
         .get(topic)
@@ -68,11 +68,11 @@ pub(crate) fn replicated_topic(
     store: &MessageStore,
     replication: &Replication,
     topic: &str,
-) -> Option<TopicConfig> {
+) -> Option<TopicSettings> {
     if replication.is_writable() {
         return None;
     }
     let queues = store.consume_queues().topic_queues(topic);
     let n = queues.iter().map(|q| q.queue_id() + 1).max()?;
-    Some(TopicConfig::new(topic, n))
+    Some(TopicSettings::new(topic, n))
 }

@@ -116,7 +116,7 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
                 ),
             ));
         };
-        if sub.sub_version < h.sub_version {
+        if sub.version < h.sub_version {
             return Err(error(
                 response::SUBSCRIPTION_NOT_LATEST,
                 "the consumer's subscription not latest",

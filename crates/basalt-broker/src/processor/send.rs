@@ -9,7 +9,6 @@ use basalt_remoting::header::{
     CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader,
     SendMessageResponseHeader,
 };
-use basalt_remoting::protocol::{TopicConfig, TopicFilterType};
 use basalt_remoting::{Channel, RemotingCommand};
 use basalt_store::{PutMessageResult, PutMessageStatus};
 use bytes::Bytes;
@@ -17,6 +16,7 @@ use rand::Rng;
 
 use super::error;
 use super::paths::SendPath;
+use crate::metadata::formats::{TagMode, TopicSettings};
 use crate::metadata::topics::TopicCreateError;
 
 /// A group's retry or dead-letter topic, created (read-write) if missing.
@@ -26,7 +26,7 @@ async fn ensure_group_topic(
     p: &SendPath,
     topic: &str,
     queues: i32,
-) -> Result<TopicConfig, RemotingCommand> {
+) -> Result<TopicSettings, RemotingCommand> {
     let change = p
         .topics
         .create_if_missing(topic, queues, perm::READ | perm::WRITE)
@@ -46,7 +46,7 @@ async fn check_send(
     p: &SendPath,
     h: &SendMessageRequestHeader,
     body_len: usize,
-) -> Result<(TopicConfig, i32), RemotingCommand> {
+) -> Result<(TopicSettings, i32), RemotingCommand> {
     if !p.writer.is_writable() {
         return Err(error(
             response::SERVICE_NOT_AVAILABLE,
@@ -116,7 +116,7 @@ async fn check_send(
 async fn auto_create_topic(
     p: &SendPath,
     h: &SendMessageRequestHeader,
-) -> Result<TopicConfig, RemotingCommand> {
+) -> Result<TopicSettings, RemotingCommand> {
     let created = if let Some(group) = h.topic.strip_prefix(reserved::RETRY_GROUP_PREFIX) {
         match p.groups.get(group) {
             Some(g) => {
@@ -311,7 +311,7 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
     }
 
     let mut sys_flag = h.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);
-    if topic_cfg.topic_filter_type == TopicFilterType::MultiTag {
+    if topic_cfg.topic_filter_type == TagMode::MultiTag {
         sys_flag |= sysflag::MULTI_TAGS;
     }
     let draft = RecordDraft {
@@ -382,7 +382,7 @@ async fn send_batch(
         );
     }
     let mut sys_flag = h.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);
-    if topic_cfg.topic_filter_type == TopicFilterType::MultiTag {
+    if topic_cfg.topic_filter_type == TagMode::MultiTag {
         sys_flag |= sysflag::MULTI_TAGS;
     }
     let born_host = channel.remote_addr();

@@ -10,8 +10,9 @@ use basalt_remoting::code::request;
 use basalt_remoting::protocol::TopicConfigSerializeWrapper;
 
 use crate::broker::Broker;
-use crate::metadata::groups::SubscriptionGroupWrapper;
-use crate::metadata::offsets::parse_offset_table;
+use crate::metadata::formats::GroupsFile;
+use crate::metadata::formats::TopicsFile;
+use crate::metadata::formats::parse_offset_table;
 
 /// One round of copying the master's metadata. Errors are logged; the next
 /// round tries again.
@@ -33,6 +34,7 @@ pub async fn sync_once(broker: &Arc<Broker>, master: &str) {
     if let Some(r) = call(request::GET_ALL_TOPIC_CONFIG).await {
         match basalt_remoting::fastjson::from_slice::<TopicConfigSerializeWrapper>(&r.body) {
             Ok(w) => {
+                let w = TopicsFile::from_wire(&w);
                 if w.data_version != broker.topics.data_version() {
                     broker.topics.replace_all(w);
                 }
@@ -55,7 +57,7 @@ pub async fn sync_once(broker: &Arc<Broker>, master: &str) {
             .replace_from_json(&String::from_utf8_lossy(&r.body));
     }
     if let Some(r) = call(request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await {
-        match basalt_remoting::fastjson::from_slice::<SubscriptionGroupWrapper>(&r.body) {
+        match basalt_remoting::fastjson::from_slice::<GroupsFile>(&r.body) {
             Ok(w) => broker.groups.replace_all(w),
             Err(e) => tracing::warn!(error = %e, "bad subscription groups from the master"),
         }
