@@ -247,7 +247,9 @@ impl MessageStore {
         };
 
         // The abort marker: present while running, removed on clean shutdown.
-        fs_util::atomic_write(&abort_path, std::process::id().to_string().as_bytes())?;
+        // Empty, as RocketMQ's: creating it needs no free block, so a store
+        // on a full disk still opens.
+        fs_util::create_marker(&abort_path)?;
 
         let store = MessageStore {
             total_memory: total_memory_bytes(),
@@ -360,7 +362,18 @@ impl MessageStore {
                 "records are appended through the replicated ledger in this mode",
             ));
         }
-        None
+        self.disk_refusal()
+    }
+
+    /// SERVICE_NOT_AVAILABLE naming the disk while its usage is above
+    /// `diskSpaceWarningLevelRatio` (see [`crate::disk_space`]); `None`
+    /// otherwise. One atomic load. Ledger mode asks this before appending.
+    pub fn disk_refusal(&self) -> Option<PutMessageResult> {
+        let reason = self.commit_log.disk().refusal()?;
+        Some(PutMessageResult::failed(
+            PutMessageStatus::ServiceNotAvailable,
+            reason,
+        ))
     }
 
     /// The dispatcher that turns records into ConsumeQueue units and index
