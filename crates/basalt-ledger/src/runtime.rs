@@ -20,7 +20,7 @@ use crate::core::{
     Role, TransferError,
 };
 use crate::entry::{Entry, EntryKind};
-use crate::protocol::{Envelope, NodeId};
+use crate::protocol::{Envelope, NodeId, PushType, Request, Rpc};
 use crate::store::{
     CheckpointJob, LedgerReader, LedgerStore, StoreError, StoreOptions, SyncJob, meta,
 };
@@ -47,6 +47,10 @@ pub enum LedgerError {
     /// The store failed an I/O operation and refuses writes until restarted.
     #[error("ledger store poisoned")]
     Poisoned,
+    /// Not written: the disk has no room for the entries' files. The store is
+    /// not poisoned; appends succeed again once space is freed.
+    #[error("no room on the disk for the entries: {0}")]
+    NoSpace(String),
     /// Written but not committed in time: the outcome is unknown.
     #[error("append not committed in time (outcome unknown)")]
     Timeout,
@@ -127,6 +131,8 @@ enum IoDone {
     },
     Persisted {
         version: u64,
+        /// The state written, to write again after a failure for lack of space.
+        state: HardState,
         result: Result<(), StoreError>,
     },
     Checkpointed {
@@ -238,6 +244,7 @@ impl Ledger {
                 recovered.committed_index,
             ),
             next_checkpoint: start,
+            persist_retry: None,
         };
         tokio::spawn(rt.run(inbox, control_rx, done_rx));
         Ok(LedgerHandle {
@@ -390,6 +397,7 @@ fn io_thread(
             IoJob::Persist { version, state } => IoDone::Persisted {
                 version,
                 result: meta::store_hard_state(&dir, &state),
+                state,
             },
             IoJob::Checkpoint { job } => IoDone::Checkpointed { result: job.run() },
         };
@@ -428,6 +436,8 @@ struct Runtime {
     /// (durable end, committed index) of the last checkpoint.
     checkpointed: (i64, i64),
     next_checkpoint: Instant,
+    /// A hard-state write that failed for lack of space, to retry at this time.
+    persist_retry: Option<(Instant, u64, HardState)>,
 }
 
 impl Runtime {
@@ -454,6 +464,10 @@ impl Runtime {
             } else {
                 wake
             };
+            let wake = match &self.persist_retry {
+                Some((at, _, _)) => wake.min(*at),
+                None => wake,
+            };
             tokio::select! {
                 biased;
                 Some(d) = done.recv() => {
@@ -462,10 +476,10 @@ impl Runtime {
                 }
                 Some(env) = inbox.recv() => {
                     // Take what else is queued as well: one push round for the burst.
-                    self.step_deferred(Event::Message(env));
+                    self.on_message(env);
                     for _ in 0..256 {
                         match inbox.try_recv() {
-                            Ok(env) => self.step_deferred(Event::Message(env)),
+                            Ok(env) => self.on_message(env),
                             Err(_) => break,
                         }
                     }
@@ -505,6 +519,7 @@ impl Runtime {
                     if self.checkpoint_wanted() && Instant::now() >= self.next_checkpoint {
                         self.checkpoint();
                     }
+                    self.retry_persist();
                 }
             }
         }
@@ -517,9 +532,13 @@ impl Runtime {
                 stamp,
                 reply,
             } => {
+                let lens: Vec<u32> = bodies.iter().map(|b| b.len() as u32).collect();
+                if let Err(why) = self.room_for_append(&lens) {
+                    let _ = reply.send(Err(LedgerError::NoSpace(why)));
+                    return;
+                }
                 let client = self.next_client;
                 self.next_client += 1;
-                let lens = bodies.iter().map(|b| b.len() as u32).collect();
                 self.appends.insert(client, (bodies, stamp, reply));
                 self.step_deferred(Event::ClientAppend {
                     client,
@@ -544,21 +563,103 @@ impl Runtime {
         }
     }
 
+    /// Room for a leader's append of these bodies: the files it writes are made
+    /// and their blocks allocated before the core assigns indexes, so a full disk
+    /// refuses the append (the caller gets [`LedgerError::NoSpace`]) instead of
+    /// failing a write the core already counts on, which would poison the store.
+    fn room_for_append(&mut self, body_lens: &[u32]) -> Result<(), String> {
+        if self.core.role() != Role::Leader || self.store.is_poisoned() || body_lens.is_empty() {
+            return Ok(());
+        }
+        match self.store.ensure_room_for_bodies(body_lens) {
+            Err(e) if e.is_no_space() => {
+                tracing::warn!(member = %self.config.self_id, error = %e, "append refused: disk full");
+                Err(e.to_string())
+            }
+            // Any other failure shows again, and is handled, when the append writes.
+            _ => Ok(()),
+        }
+    }
+
+    /// Steps a message from a peer. A push whose entries this member would write
+    /// (APPEND continuing its log, or TRUNCATE, which ends with writing its entry)
+    /// is dropped when the disk has no room for them, as if the network had lost
+    /// it: the leader sends it again later, and nothing is poisoned.
+    fn on_message(&mut self, env: Envelope) {
+        if let Rpc::Request {
+            body: Request::Push(req),
+            ..
+        } = &env.rpc
+            && let (Some(first), Some(last)) = (req.entries.first(), req.entries.last())
+            && !self.store.is_poisoned()
+            && ((req.push_type == PushType::Append && first.index() == self.store.end_index() + 1)
+                || req.push_type == PushType::Truncate)
+        {
+            let end = last.header.end_pos();
+            let from = if req.push_type == PushType::Append {
+                self.store.end_pos().min(first.pos())
+            } else {
+                first.pos()
+            };
+            if let Err(e) = self
+                .store
+                .ensure_room(from, end, first.index(), last.index())
+                && e.is_no_space()
+            {
+                tracing::warn!(member = %self.config.self_id, error = %e,
+                    "disk full: entries from the leader are dropped until space is freed");
+                return;
+            }
+        }
+        self.step_deferred(Event::Message(env));
+    }
+
     fn on_io_done(&mut self, d: IoDone) {
         match d {
             IoDone::Synced { through, result } => match result {
                 Ok(()) => self.step(Event::Synced { through }),
                 Err(e) => self.storage_failed(e),
             },
-            IoDone::Persisted { version, result } => match result {
+            IoDone::Persisted {
+                version,
+                state,
+                result,
+            } => match result {
                 Ok(()) => self.step(Event::Persisted { version }),
+                Err(e) if e.is_no_space() => {
+                    // The old term file stands; votes and messages wait for this
+                    // one, which is written again shortly.
+                    tracing::warn!(member = %self.config.self_id, error = %e,
+                        "disk full: the term/vote file is written again in 1 s");
+                    self.persist_retry =
+                        Some((Instant::now() + Duration::from_secs(1), version, state));
+                }
                 Err(e) => self.storage_failed(e),
             },
             IoDone::Checkpointed { result } => {
                 self.checkpoint_in_flight = false;
-                if let Err(e) = result {
-                    self.storage_failed(e);
+                match result {
+                    Ok(()) => {}
+                    Err(e) if e.is_no_space() => {
+                        // The old checkpoint stands (it claims less, which is safe);
+                        // the next one is tried at the next interval.
+                        tracing::warn!(member = %self.config.self_id, error = %e,
+                            "disk full: the ledger checkpoint keeps its last content");
+                        self.checkpointed = (i64::MIN, i64::MIN);
+                    }
+                    Err(e) => self.storage_failed(e),
                 }
+            }
+        }
+    }
+
+    /// Writes again a hard state whose write failed for lack of space, when due.
+    fn retry_persist(&mut self) {
+        if let Some((at, version, state)) = self.persist_retry.take() {
+            if Instant::now() < at {
+                self.persist_retry = Some((at, version, state));
+            } else if !self.submit(IoJob::Persist { version, state }) {
+                self.storage_failed(StoreError::Invalid("ledger I/O thread is gone".into()));
             }
         }
     }

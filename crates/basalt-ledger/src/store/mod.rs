@@ -23,6 +23,7 @@
 //! names the file and offset.
 
 pub mod error;
+pub mod faults;
 pub mod mapped;
 pub mod meta;
 mod scan;
@@ -289,7 +290,13 @@ impl SyncJob {
     /// truncation).
     pub fn run(&self) -> Result<(), StoreError> {
         if let Some((dir, c)) = &self.checkpoint {
-            meta::store_checkpoint(dir, *c)?;
+            match meta::store_checkpoint(dir, *c) {
+                Ok(()) => {}
+                // What matters is that the checkpoint claims no more than the log
+                // holds: with no room for a new one, none at all claims nothing.
+                Err(e) if e.is_no_space() => meta::remove_checkpoint(dir)?,
+                Err(e) => return Err(e),
+            }
         }
         for (f, off, len) in &self.ranges {
             f.sync_range(*off, *len)?;
@@ -523,6 +530,7 @@ impl LedgerStore {
                 });
                 for u in &fixes {
                     let (f, _) = index.ensure(u.index * UNIT)?;
+                    f.ensure_reserved()?;
                     f.write((u.index * UNIT - f.start()) as usize, &u.encode());
                 }
                 fixed = fixes.len() as u64;
@@ -657,9 +665,70 @@ impl LedgerStore {
         *self.shared.index.write() = self.index.files().to_vec().into();
     }
 
+    /// Makes sure the data files holding `[from_pos, end_pos)` and the index files
+    /// holding the units of `first_index..=last_index` exist with their blocks
+    /// allocated, so that writing there cannot fail. On a full disk this fails
+    /// ([`StoreError::is_no_space`]) before anything is written: the caller refuses
+    /// the append and the store stays writable.
+    pub fn ensure_room(
+        &mut self,
+        from_pos: i64,
+        end_pos: i64,
+        first_index: i64,
+        last_index: i64,
+    ) -> Result<(), StoreError> {
+        let mut created = false;
+        for (list, dirty, from, to) in [
+            (&mut self.data, &mut self.data_dirty, from_pos, end_pos),
+            (
+                &mut self.index,
+                &mut self.index_dirty,
+                first_index * UNIT,
+                (last_index + 1) * UNIT,
+            ),
+        ] {
+            let mut pos = from;
+            while pos < to {
+                let (f, c) = list.ensure(pos)?;
+                dirty.dir |= c;
+                created |= c;
+                f.ensure_reserved()?;
+                pos = f.end();
+            }
+        }
+        if created {
+            self.publish_files();
+        }
+        Ok(())
+    }
+
+    /// Room for appending entries of these body lengths as the next ones, placed
+    /// as the leader places them (see [`LedgerStore::ensure_room`]). Lengths that
+    /// do not fit a data file are left to the caller to refuse.
+    pub fn ensure_room_for_bodies(&mut self, body_lens: &[u32]) -> Result<(), StoreError> {
+        let mut end = self.end_pos;
+        for len in body_lens {
+            let size = HEADER_SIZE as i64 + *len as i64;
+            match place(end, size, self.opts.data_file_size) {
+                Ok(pos) => end = pos + size,
+                Err(_) => return Ok(()),
+            }
+        }
+        let first = self.end_index + 1;
+        self.ensure_room(self.end_pos, end, first, first + body_lens.len() as i64 - 1)
+    }
+
     /// Appends entries whose headers are final (index, term, position, CRC).
     pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), StoreError> {
         self.check_writable()?;
+        if let (Some((first, _)), Some((last, _))) = (entries.first(), entries.last()) {
+            // Every byte below is written into reserved blocks, or nothing is.
+            let end = last.pos + last.size as i64;
+            let from = self.end_pos.min(first.pos);
+            if from >= self.data.files().first().map(|f| f.start()).unwrap_or(from) {
+                self.ensure_room(from, end, first.index, last.index)?;
+            }
+        }
         // The tail cache must stay contiguous with the log end.
         if self
             .tail
@@ -860,12 +929,20 @@ impl LedgerStore {
         let from = self.prefaulted_until.max(self.end_pos);
         let to = from + PREFAULT_CHUNK;
         let mut created = false;
+        let mut failed = false;
         for pos in [from, to - 1] {
-            match self.data.ensure(pos) {
-                Ok((_, c)) => created |= c,
+            match self
+                .data
+                .ensure(pos)
+                .and_then(|(f, c)| f.ensure_reserved().map(|_| c))
+            {
+                Ok(c) => created |= c,
                 Err(e) => {
+                    // Skip this chunk (the writer reserves what it writes on its
+                    // own): a full disk costs one warning per chunk, not per append.
                     tracing::warn!(error = %e, "cannot create the next data file ahead of time");
-                    return None;
+                    failed = true;
+                    break;
                 }
             }
         }
@@ -874,6 +951,9 @@ impl LedgerStore {
             self.publish_files();
         }
         self.prefaulted_until = to;
+        if failed {
+            return None;
+        }
         Some(PrefaultJob {
             ranges: self.data.ranges(from, to),
         })
