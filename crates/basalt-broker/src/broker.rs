@@ -134,6 +134,10 @@ impl Broker {
         wait: bool,
     ) -> basalt_store::PutMessageResult {
         if let Some(l) = self.ledger.get() {
+            // The ledger shares the store's disk: refused as "disk full" alike.
+            if let Some(refused) = self.store.disk_refusal() {
+                return refused;
+            }
             return l.put(drafts, self.config.enabled_append_prop_crc).await;
         }
         let mut r = if drafts.len() == 1 {

@@ -115,6 +115,11 @@ impl LedgerMode {
         lc.min_vote_interval_ms = (lc.heartbeat_interval_ms / 2).max(50);
         lc.max_vote_interval_ms = (lc.heartbeat_interval_ms * 2).max(lc.min_vote_interval_ms + 50);
         lc.data_file_size = cfg.mapped_file_size_commit_log as i64;
+        if cfg.mapped_file_size_commit_log < 16 * 1024 * 1024 {
+            // Small test stores: small index files too (the default is 160 MiB,
+            // and every file's blocks are allocated when it is created).
+            lc.index_file_size = basalt_ledger::entry::INDEX_UNIT_SIZE as i64 * 64 * 1024;
+        }
         lc.max_wait_ack_ms = cfg.sync_flush_timeout.as_millis() as u64;
         lc.ack_mode = if cfg.dleger_ack_in_memory {
             AckMode::Memory
@@ -392,6 +397,7 @@ impl LedgerMode {
                     continue;
                 }
             };
+            let mut failed = false;
             for e in &entries {
                 if e.kind == EntryKind::Noop {
                     continue;
@@ -410,8 +416,11 @@ impl LedgerMode {
                         if let Some(req) = DispatchRequest::from_record(&v, &delays)
                             && let Err(err) = store.dispatcher().dispatch(&req, true)
                         {
+                            // E.g. no room for a ConsumeQueue file: this entry
+                            // and the rest are dispatched again, never skipped.
                             tracing::error!(index = e.index, error = %err, "dispatch failed; retrying in 1 s");
                             tokio::time::sleep(Duration::from_secs(1)).await;
+                            failed = true;
                             break;
                         }
                     }
@@ -422,7 +431,7 @@ impl LedgerMode {
                 next = e.index + 1;
                 self.dispatched.send_replace(next);
             }
-            if let Some(last) = entries.last() {
+            if let Some(last) = entries.last().filter(|_| !failed) {
                 next = next.max(last.index + 1);
                 self.dispatched.send_replace(next);
             }
