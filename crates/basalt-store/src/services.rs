@@ -262,7 +262,16 @@ pub fn start_consume_queue_flush_service(
     let cfg = commit_log.config().clone();
     ServiceThread::spawn("flush-cq", vec![Arc::clone(&wake)], move |stop| {
         let mut last_thorough = Instant::now();
-        let mut last_written = CheckpointWritten::default();
+        // What is on disk already: an unchanged checkpoint is not rewritten
+        // (a store opened on a full disk has no block for a new one).
+        let mut last_written = CheckpointWritten {
+            times: (
+                checkpoint.physic_msg_timestamp(),
+                checkpoint.logics_msg_timestamp(),
+                checkpoint.index_msg_timestamp(),
+            ),
+            no_space: false,
+        };
         loop {
             let stopping = stop.load(Ordering::Acquire);
             if !stopping {
@@ -293,7 +302,7 @@ pub fn start_consume_queue_flush_service(
 }
 
 /// What the ConsumeQueue flush service last wrote into the checkpoint.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct CheckpointWritten {
     /// (physic, logics, index) times of the last checkpoint written.
     times: (i64, i64, i64),
@@ -420,13 +429,6 @@ pub fn clean_once(
     let time_up = is_delete_hour(&cfg.delete_when);
     let mut deleted = 0;
     if time_up || over_max || force {
-        if over_max {
-            tracing::warn!(
-                used_percent = disk.used_percent(),
-                ratio = cfg.disk_max_used_space_ratio,
-                "disk usage above diskMaxUsedSpaceRatio; deleting expired CommitLog files"
-            );
-        }
         deleted = commit_log.files().delete_expired_by_time(
             cfg.file_reserved_time,
             force,
@@ -434,6 +436,14 @@ pub fn clean_once(
             cfg.delete_commit_log_files_interval,
             dispatched,
         )?;
+        if deleted > 0 && over_max {
+            tracing::warn!(
+                deleted,
+                used_percent = disk.used_percent(),
+                ratio = cfg.disk_max_used_space_ratio,
+                "disk usage above diskMaxUsedSpaceRatio: deleted expired CommitLog files"
+            );
+        }
     }
     if cfg.clean_file_forcibly_enable && !force {
         deleted += delete_under_pressure(commit_log, dispatched, deleted)?;

@@ -266,7 +266,11 @@ impl MessageStore {
             log: parking_lot::RwLock::new(Arc::clone(&commit_log) as Arc<dyn MessageLog>),
             lock: Mutex::new(Some(lock)),
         };
-        commit_log.start_allocator();
+        if !config.external_log {
+            // Ledger mode keeps no CommitLog: a prepared file would only hold
+            // its reserved blocks.
+            commit_log.start_allocator();
+        }
         let flush = services::start_flush_service(Arc::clone(&commit_log), Arc::clone(&checkpoint));
         let commit = config
             .transient_store_pool_enable
