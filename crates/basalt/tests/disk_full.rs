@@ -406,6 +406,12 @@ fn assert_disk_full_refusals(r: &Produced, disk: &Path) {
     assert!(named, "no refusal names the disk: {:?}", r.refused);
 }
 
+/// A start on a full disk rewrote no metadata file (it would have failed).
+fn assert_started_without_writes(broker: &Standalone) {
+    let log = broker.log_text();
+    assert!(!log.contains("cannot persist"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broker_on_a_full_disk_refuses_cleanly_restarts_and_recovers() {
     let Some(fs) = loop_fs(128) else { return };
@@ -443,6 +449,7 @@ async fn broker_on_a_full_disk_refuses_cleanly_restarts_and_recovers() {
     broker.kill();
     broker.restart();
     assert_readable(&ns, &acked).await;
+    assert_started_without_writes(&broker);
     let (p, queues) = producer(&ns).await;
     let refused = produce(&p, &queues, 2_000_000, 100, 5).await;
     assert!(refused.acked.is_empty());
@@ -451,6 +458,7 @@ async fn broker_on_a_full_disk_refuses_cleanly_restarts_and_recovers() {
     broker.stop();
     broker.restart();
     assert_readable(&ns, &acked).await;
+    assert_started_without_writes(&broker);
 
     // Space comes back: sends are taken again, without a restart.
     std::fs::remove_file(filler_b).unwrap();
