@@ -20,12 +20,14 @@ use crate::core::{
     Role, TransferError,
 };
 use crate::entry::{Entry, EntryKind};
-use crate::protocol::{Envelope, NodeId, PushType, Request, Rpc};
+use crate::protocol::{Envelope, NodeId};
 use crate::store::{
     CheckpointJob, LedgerReader, LedgerStore, StoreError, StoreOptions, SyncJob, meta,
 };
 use crate::transport::Transport;
 use crate::transport::tcp::{TcpListener, TcpTransport};
+
+mod space;
 
 /// Why a ledger call failed.
 #[derive(Debug, thiserror::Error)]
@@ -563,57 +565,6 @@ impl Runtime {
         }
     }
 
-    /// Room for a leader's append of these bodies: the files it writes are made
-    /// and their blocks allocated before the core assigns indexes, so a full disk
-    /// refuses the append (the caller gets [`LedgerError::NoSpace`]) instead of
-    /// failing a write the core already counts on, which would poison the store.
-    fn room_for_append(&mut self, body_lens: &[u32]) -> Result<(), String> {
-        if self.core.role() != Role::Leader || self.store.is_poisoned() || body_lens.is_empty() {
-            return Ok(());
-        }
-        match self.store.ensure_room_for_bodies(body_lens) {
-            Err(e) if e.is_no_space() => {
-                tracing::warn!(member = %self.config.self_id, error = %e, "append refused: disk full");
-                Err(e.to_string())
-            }
-            // Any other failure shows again, and is handled, when the append writes.
-            _ => Ok(()),
-        }
-    }
-
-    /// Steps a message from a peer. A push whose entries this member would write
-    /// (APPEND continuing its log, or TRUNCATE, which ends with writing its entry)
-    /// is dropped when the disk has no room for them, as if the network had lost
-    /// it: the leader sends it again later, and nothing is poisoned.
-    fn on_message(&mut self, env: Envelope) {
-        if let Rpc::Request {
-            body: Request::Push(req),
-            ..
-        } = &env.rpc
-            && let (Some(first), Some(last)) = (req.entries.first(), req.entries.last())
-            && !self.store.is_poisoned()
-            && ((req.push_type == PushType::Append && first.index() == self.store.end_index() + 1)
-                || req.push_type == PushType::Truncate)
-        {
-            let end = last.header.end_pos();
-            let from = if req.push_type == PushType::Append {
-                self.store.end_pos().min(first.pos())
-            } else {
-                first.pos()
-            };
-            if let Err(e) = self
-                .store
-                .ensure_room(from, end, first.index(), last.index())
-                && e.is_no_space()
-            {
-                tracing::warn!(member = %self.config.self_id, error = %e,
-                    "disk full: entries from the leader are dropped until space is freed");
-                return;
-            }
-        }
-        self.step_deferred(Event::Message(env));
-    }
-
     fn on_io_done(&mut self, d: IoDone) {
         match d {
             IoDone::Synced { through, result } => match result {
@@ -626,40 +577,16 @@ impl Runtime {
                 result,
             } => match result {
                 Ok(()) => self.step(Event::Persisted { version }),
-                Err(e) if e.is_no_space() => {
-                    // The old term file stands; votes and messages wait for this
-                    // one, which is written again shortly.
-                    tracing::warn!(member = %self.config.self_id, error = %e,
-                        "disk full: the term/vote file is written again in 1 s");
-                    self.persist_retry =
-                        Some((Instant::now() + Duration::from_secs(1), version, state));
-                }
+                Err(e) if e.is_no_space() => self.persist_later(e, version, state),
                 Err(e) => self.storage_failed(e),
             },
             IoDone::Checkpointed { result } => {
                 self.checkpoint_in_flight = false;
                 match result {
                     Ok(()) => {}
-                    Err(e) if e.is_no_space() => {
-                        // The old checkpoint stands (it claims less, which is safe);
-                        // the next one is tried at the next interval.
-                        tracing::warn!(member = %self.config.self_id, error = %e,
-                            "disk full: the ledger checkpoint keeps its last content");
-                        self.checkpointed = (i64::MIN, i64::MIN);
-                    }
+                    Err(e) if e.is_no_space() => self.checkpoint_later(e),
                     Err(e) => self.storage_failed(e),
                 }
-            }
-        }
-    }
-
-    /// Writes again a hard state whose write failed for lack of space, when due.
-    fn retry_persist(&mut self) {
-        if let Some((at, version, state)) = self.persist_retry.take() {
-            if Instant::now() < at {
-                self.persist_retry = Some((at, version, state));
-            } else if !self.submit(IoJob::Persist { version, state }) {
-                self.storage_failed(StoreError::Invalid("ledger I/O thread is gone".into()));
             }
         }
     }
