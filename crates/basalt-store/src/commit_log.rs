@@ -613,6 +613,17 @@ impl CommitLog {
         self.writer.lock().table = table;
     }
 
+    /// Raises next queue offsets to at least the given ones (records recovery
+    /// could not dispatch hold them: new puts must not reuse them).
+    pub(crate) fn raise_queue_offsets(&self, next: &HashMap<(String, i32), i64>) {
+        let table = &mut self.writer.lock().table;
+        for ((topic, queue_id), n) in next {
+            if table.get(topic, *queue_id) < *n {
+                table.set(topic, *queue_id, *n);
+            }
+        }
+    }
+
     /// The next queue offset of a topic queue.
     pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
         self.writer.lock().table.get(topic, queue_id)

@@ -159,9 +159,12 @@ impl StoreConfig {
     }
 
     /// Small files for tests: 64 KiB CommitLog files, 100-unit ConsumeQueue
-    /// files, a small index.
+    /// files, a small index, and a disk that is always 0% used, so tests do
+    /// not depend on how full the machine's disk is (tests of disk space
+    /// inject their own figure).
     pub fn for_tests(root_dir: impl Into<PathBuf>) -> Self {
         StoreConfig {
+            disk_usage: crate::disk_space::FixedUsage::new(0),
             commit_log_file_size: 64 * 1024,
             consume_queue_units_per_file: 100,
             max_hash_slot_num: 512,

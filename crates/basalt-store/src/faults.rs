@@ -57,12 +57,18 @@ pub(crate) fn check_fsync(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Called before each block reservation of `bytes` for `path`.
-pub(crate) fn check_reserve(path: &Path, bytes: u64) -> Result<()> {
+/// Called before each block reservation of `bytes` for `path`. `allocated`
+/// tells how many bytes of the file already have blocks (as on a real full
+/// disk, reserving what is allocated already succeeds).
+pub(crate) fn check_reserve(
+    path: &Path,
+    bytes: u64,
+    allocated: impl FnOnce() -> u64,
+) -> Result<()> {
     if !ANY_FULL.load(Ordering::Relaxed) {
         return Ok(());
     }
-    if FULL_DIRS.lock().iter().any(|d| path.starts_with(d)) {
+    if FULL_DIRS.lock().iter().any(|d| path.starts_with(d)) && allocated() < bytes {
         return Err(StoreError::NoSpace {
             path: path.to_path_buf(),
             bytes,

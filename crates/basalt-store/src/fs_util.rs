@@ -46,7 +46,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         .unwrap_or(Path::new("."));
     let tmp = temp_path(path);
     let written = (|| {
-        crate::faults::check_reserve(&tmp, bytes.len() as u64)?;
+        crate::faults::check_reserve(&tmp, bytes.len() as u64, || 0)?;
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
@@ -100,7 +100,13 @@ pub fn reserve_blocks(file: &File, path: &Path, len: u64, fresh: bool) -> Result
     if len == 0 {
         return Ok(());
     }
-    crate::faults::check_reserve(path, len)?;
+    crate::faults::check_reserve(path, len, || {
+        use std::os::unix::fs::MetadataExt;
+        if fresh {
+            return 0;
+        }
+        file.metadata().map(|m| m.blocks() * 512).unwrap_or(0)
+    })?;
     // SAFETY: plain syscall on a descriptor we own.
     let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
     if rc == 0 {

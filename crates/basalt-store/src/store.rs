@@ -235,7 +235,7 @@ impl MessageStore {
         // scan already re-dispatched up to the end; after a normal one the
         // queues may lag the log.
         let reput_from = if report.abnormal {
-            report.log_end
+            report.dispatch_stopped_at.unwrap_or(report.log_end)
         } else {
             let max_cq = consume_queues
                 .all()
@@ -868,12 +868,26 @@ impl MessageStore {
             return;
         }
         let services = self.services.lock().take();
+        let mut dispatch_incomplete = false;
         if let Some(s) = services {
             if let Some(c) = s.commit {
                 c.shutdown();
             }
             s.flush.shutdown();
             s.dispatch.shutdown();
+            // Dispatch gives up at shutdown when the disk has no room for a
+            // ConsumeQueue file. Its queues then end short of the log, and only
+            // an abnormal recovery re-dispatches the rest and restores the
+            // queue offsets it holds: keep the abort marker.
+            let behind = s.dispatch.dispatched() < self.commit_log.max_offset();
+            if behind && !self.config.external_log {
+                tracing::warn!(
+                    dispatched = s.dispatch.dispatched(),
+                    log_end = self.commit_log.max_offset(),
+                    "not every record is dispatched; the next start recovers from the log"
+                );
+                dispatch_incomplete = true;
+            }
             s.cleanup.shutdown();
             s.cq_flush.shutdown();
         }
@@ -886,6 +900,10 @@ impl MessageStore {
         }
         if let Err(e) = self.checkpoint.flush() {
             tracing::error!(error = %e, "final checkpoint write failed");
+            self.lock.lock().take();
+            return;
+        }
+        if dispatch_incomplete {
             self.lock.lock().take();
             return;
         }

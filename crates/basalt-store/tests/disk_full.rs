@@ -263,3 +263,43 @@ fn clean_shutdown_does_not_wait_for_a_dispatch_the_full_disk_blocks() {
         .collect();
     assert_eq!(bodies, acked);
 }
+
+#[test]
+fn recovery_on_a_full_disk_opens_and_keeps_queue_offsets_unique() {
+    let dir = tempfile::tempdir().unwrap();
+    let usage = FixedUsage::new(10);
+    let store = open_with_usage(dir.path(), &usage);
+    let host = store.store_host();
+    store.set_dispatch_limit(Arc::new(|| 0));
+    let mut acked = Vec::new();
+    for i in 0..150 {
+        let m = Msg::new("R", 0, body(i, 100));
+        assert!(store.put_message(&m.draft(host)).is_ok());
+        acked.push(m.body);
+    }
+    // The disk fills before any of it is dispatched; the store stops (its
+    // queues end short of the log, so the abort marker stays).
+    faults::fill_disk_under(dir.path());
+    drop(store);
+    assert!(dir.path().join("abort").exists());
+
+    // Recovery cannot write a ConsumeQueue file, but the store opens, and a
+    // new message gets the queue offset after the undispatched ones.
+    let store = open_with_usage(dir.path(), &usage);
+    assert!(store.recovery_report().dispatch_stopped_at.is_some());
+    let m = Msg::new("R", 0, body(150, 100));
+    let r = store.put_message(&m.draft(store.store_host()));
+    assert!(r.is_ok(), "{:?}", r.detail);
+    assert_eq!(r.append.unwrap().queue_offset, 150);
+    acked.push(m.body);
+
+    // Room again: dispatch resumes where recovery stopped.
+    faults::free_disk_under(dir.path());
+    wait_dispatch(&store);
+    let got = read_queue(&store, "R", 0);
+    let offsets: Vec<i64> = got.iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, (0..151).collect::<Vec<i64>>());
+    let bodies: Vec<_> = got.into_iter().map(|(_, b)| b).collect();
+    assert_eq!(bodies, acked);
+    assert_consistent(&store);
+}

@@ -39,6 +39,8 @@ const TOPIC: &str = "DiskFull";
 const SEGMENT: &str = "mappedFileSizeCommitLog=8388608";
 /// ConsumeQueue files of 20,000 units (400,000 bytes).
 const CQ_FILE: &str = "mappedFileSizeConsumeQueue=400000";
+/// RocketMQ's default, which the test helpers turn off for other tests.
+const WARNING_AT_90: &str = "diskSpaceWarningLevelRatio=90";
 /// Bounds every wait of these tests.
 const BOUND: Duration = Duration::from_secs(30);
 
@@ -418,7 +420,15 @@ async fn broker_on_a_full_disk_refuses_cleanly_restarts_and_recovers() {
     let data = fs.link("store");
     // Leave the broker about 40 MiB: a few CommitLog files.
     let filler = fs.fill("filler-a", 40 * MB);
-    let mut broker = Standalone::start(&data, &[SEGMENT, CQ_FILE, "cleanFileForciblyEnable=false"]);
+    let mut broker = Standalone::start(
+        &data,
+        &[
+            SEGMENT,
+            CQ_FILE,
+            WARNING_AT_90,
+            "cleanFileForciblyEnable=false",
+        ],
+    );
     let ns = broker.namesrv_addr();
     create_topic(&ns, &broker.broker_addr()).await;
     let (p, queues) = producer(&ns).await;
@@ -533,6 +543,7 @@ async fn ledger_broker_on_a_full_disk_refuses_cleanly_and_recovers() {
         &[
             SEGMENT,
             CQ_FILE,
+            WARNING_AT_90,
             "cleanFileForciblyEnable=false",
             "enableDLegerCommitLog=true",
             "dLegerGroup=broker-a",
