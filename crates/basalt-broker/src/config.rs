@@ -56,6 +56,12 @@ pub struct BrokerConfig {
     pub file_reserved_time: u64,
     pub delete_when: String,
     pub disk_max_used_space_ratio: u32,
+    /// Above this disk usage (percent) the oldest CommitLog files are deleted
+    /// whether expired or not (`cleanFileForciblyEnable`).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// Above this disk usage (percent) sends are refused as "disk full".
+    pub disk_space_warning_level_ratio: u32,
+    pub clean_file_forcibly_enable: bool,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
     pub default_topic_queue_nums: i32,
@@ -136,6 +142,9 @@ impl Default for BrokerConfig {
             file_reserved_time: 72,
             delete_when: "04".into(),
             disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            clean_file_forcibly_enable: true,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
             default_topic_queue_nums: 8,
@@ -272,6 +281,13 @@ impl BrokerConfig {
             "fileReservedTime" => self.file_reserved_time = parse_num(key, v)?,
             "deleteWhen" => self.delete_when = v.to_string(),
             "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = parse_num(key, v)?,
+            "diskSpaceCleanForciblyRatio" => {
+                self.disk_space_clean_forcibly_ratio = parse_num(key, v)?
+            }
+            "diskSpaceWarningLevelRatio" => {
+                self.disk_space_warning_level_ratio = parse_num(key, v)?
+            }
+            "cleanFileForciblyEnable" => self.clean_file_forcibly_enable = parse_bool(key, v)?,
             "autoCreateTopicEnable" => self.auto_create_topic_enable = parse_bool(key, v)?,
             "autoCreateSubscriptionGroup" => {
                 self.auto_create_subscription_group = parse_bool(key, v)?
@@ -452,6 +468,9 @@ impl BrokerConfig {
         s.file_reserved_time = Duration::from_secs(self.file_reserved_time * 3600);
         s.delete_when = self.delete_when.clone();
         s.disk_max_used_space_ratio = self.disk_max_used_space_ratio;
+        s.disk_space_clean_forcibly_ratio = self.disk_space_clean_forcibly_ratio;
+        s.disk_space_warning_level_ratio = self.disk_space_warning_level_ratio;
+        s.clean_file_forcibly_enable = self.clean_file_forcibly_enable;
         s.store_host = self.broker_addr();
         s.external_log = self.enable_dleger_commit_log;
         if self.mapped_file_size_commit_log < 16 * 1024 * 1024 {
@@ -542,5 +561,31 @@ mod tests {
             .apply(&properties_pairs("brokerRole=SLAVE\nbrokerId=0"))
             .unwrap_err();
         assert!(e.to_string().contains("brokerId"), "{e}");
+    }
+
+    #[test]
+    fn disk_space_keys_reach_the_store() {
+        let mut c = BrokerConfig::default();
+        let s = c.store_config();
+        assert_eq!(
+            (
+                s.disk_space_warning_level_ratio,
+                s.disk_space_clean_forcibly_ratio,
+                s.clean_file_forcibly_enable
+            ),
+            (90, 85, true)
+        );
+        c.apply(&properties_pairs(
+            "diskSpaceWarningLevelRatio=95\ndiskSpaceCleanForciblyRatio=99\ncleanFileForciblyEnable=false\n",
+        ))
+        .unwrap();
+        let s = c.store_config();
+        assert_eq!(s.disk_space_warning_level_ratio, 95);
+        assert_eq!(s.disk_space_clean_forcibly_ratio, 99);
+        assert!(!s.clean_file_forcibly_enable);
+        let e = c
+            .apply(&properties_pairs("diskSpaceWarningLevelRatio=101"))
+            .unwrap_err();
+        assert!(e.to_string().contains("diskSpaceWarningLevelRatio"), "{e}");
     }
 }

@@ -17,6 +17,9 @@ use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
 
 fn config(dir: &std::path::Path, ns: &str, role: BrokerRole) -> BrokerConfig {
     let mut cfg = BrokerConfig::default();
+    // Tests must not depend on how full the machine's disk is.
+    cfg.disk_space_warning_level_ratio = 100;
+    cfg.disk_space_clean_forcibly_ratio = 100;
     cfg.store_path_root_dir = dir.to_path_buf();
     cfg.listen_addr = "127.0.0.1".parse().unwrap();
     cfg.listen_port = 0;

@@ -63,6 +63,9 @@ async fn setup() -> Setup {
         listen_port: 0,
         namesrv_addr: Some(ns.local_addr().to_string()),
         mapped_file_size_commit_log: 1024 * 1024,
+        // Tests must not depend on how full the machine's disk is.
+        disk_space_warning_level_ratio: 100,
+        disk_space_clean_forcibly_ratio: 100,
         ..Default::default()
     };
     let broker = basalt_broker::start(cfg).await.unwrap();

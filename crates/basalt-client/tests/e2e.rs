@@ -52,6 +52,9 @@ impl Cluster {
             mapped_file_size_consume_queue: 1000 * 20,
             // Retries come back after a second instead of ten.
             message_delay_level: "1s 1s 1s 1s 1s".into(),
+            // Tests must not depend on how full the machine's disk is.
+            disk_space_warning_level_ratio: 100,
+            disk_space_clean_forcibly_ratio: 100,
             ..Default::default()
         };
         let broker = basalt_broker::start(cfg).await.unwrap();

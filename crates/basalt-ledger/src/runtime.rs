@@ -27,6 +27,8 @@ use crate::store::{
 use crate::transport::Transport;
 use crate::transport::tcp::{TcpListener, TcpTransport};
 
+mod space;
+
 /// Why a ledger call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -47,6 +49,10 @@ pub enum LedgerError {
     /// The store failed an I/O operation and refuses writes until restarted.
     #[error("ledger store poisoned")]
     Poisoned,
+    /// Not written: the disk has no room for the entries' files. The store is
+    /// not poisoned; appends succeed again once space is freed.
+    #[error("no room on the disk for the entries: {0}")]
+    NoSpace(String),
     /// Written but not committed in time: the outcome is unknown.
     #[error("append not committed in time (outcome unknown)")]
     Timeout,
@@ -127,6 +133,8 @@ enum IoDone {
     },
     Persisted {
         version: u64,
+        /// The state written, to write again after a failure for lack of space.
+        state: HardState,
         result: Result<(), StoreError>,
     },
     Checkpointed {
@@ -238,6 +246,7 @@ impl Ledger {
                 recovered.committed_index,
             ),
             next_checkpoint: start,
+            persist_retry: None,
         };
         tokio::spawn(rt.run(inbox, control_rx, done_rx));
         Ok(LedgerHandle {
@@ -390,6 +399,7 @@ fn io_thread(
             IoJob::Persist { version, state } => IoDone::Persisted {
                 version,
                 result: meta::store_hard_state(&dir, &state),
+                state,
             },
             IoJob::Checkpoint { job } => IoDone::Checkpointed { result: job.run() },
         };
@@ -428,6 +438,8 @@ struct Runtime {
     /// (durable end, committed index) of the last checkpoint.
     checkpointed: (i64, i64),
     next_checkpoint: Instant,
+    /// A hard-state write that failed for lack of space, to retry at this time.
+    persist_retry: Option<(Instant, u64, HardState)>,
 }
 
 impl Runtime {
@@ -454,6 +466,10 @@ impl Runtime {
             } else {
                 wake
             };
+            let wake = match &self.persist_retry {
+                Some((at, _, _)) => wake.min(*at),
+                None => wake,
+            };
             tokio::select! {
                 biased;
                 Some(d) = done.recv() => {
@@ -462,10 +478,10 @@ impl Runtime {
                 }
                 Some(env) = inbox.recv() => {
                     // Take what else is queued as well: one push round for the burst.
-                    self.step_deferred(Event::Message(env));
+                    self.on_message(env);
                     for _ in 0..256 {
                         match inbox.try_recv() {
-                            Ok(env) => self.step_deferred(Event::Message(env)),
+                            Ok(env) => self.on_message(env),
                             Err(_) => break,
                         }
                     }
@@ -505,6 +521,7 @@ impl Runtime {
                     if self.checkpoint_wanted() && Instant::now() >= self.next_checkpoint {
                         self.checkpoint();
                     }
+                    self.retry_persist();
                 }
             }
         }
@@ -517,9 +534,13 @@ impl Runtime {
                 stamp,
                 reply,
             } => {
+                let lens: Vec<u32> = bodies.iter().map(|b| b.len() as u32).collect();
+                if let Err(why) = self.room_for_append(&lens) {
+                    let _ = reply.send(Err(LedgerError::NoSpace(why)));
+                    return;
+                }
                 let client = self.next_client;
                 self.next_client += 1;
-                let lens = bodies.iter().map(|b| b.len() as u32).collect();
                 self.appends.insert(client, (bodies, stamp, reply));
                 self.step_deferred(Event::ClientAppend {
                     client,
@@ -550,14 +571,21 @@ impl Runtime {
                 Ok(()) => self.step(Event::Synced { through }),
                 Err(e) => self.storage_failed(e),
             },
-            IoDone::Persisted { version, result } => match result {
+            IoDone::Persisted {
+                version,
+                state,
+                result,
+            } => match result {
                 Ok(()) => self.step(Event::Persisted { version }),
+                Err(e) if e.is_no_space() => self.persist_later(e, version, state),
                 Err(e) => self.storage_failed(e),
             },
             IoDone::Checkpointed { result } => {
                 self.checkpoint_in_flight = false;
-                if let Err(e) = result {
-                    self.storage_failed(e);
+                match result {
+                    Ok(()) => {}
+                    Err(e) if e.is_no_space() => self.checkpoint_later(e),
+                    Err(e) => self.storage_failed(e),
                 }
             }
         }

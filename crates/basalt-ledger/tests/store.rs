@@ -325,3 +325,43 @@ fn purge_deletes_old_files_and_moves_the_begin() {
     assert_eq!(s.begin_index(), begin);
     assert_eq!(s.end_index(), 59);
 }
+
+#[test]
+fn full_disk_refuses_an_append_before_writing_and_appends_resume() {
+    use basalt_ledger::store::faults;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 3, 1);
+    faults::fill_disk_under(dir.path());
+    // Append until an entry needs a file that does not exist yet.
+    let mut i = 3;
+    let err = loop {
+        let b = body(i);
+        let size = (HEADER_SIZE + b.len()) as i64;
+        let pos = place(s.end_pos(), size, DATA).unwrap();
+        let h = EntryHeader::new(EntryKind::Normal, i, 1, pos, &b);
+        match s.append(&[(h, &b)]) {
+            Ok(()) => i += 1,
+            Err(e) => break e,
+        }
+        assert!(i < 100, "no new file was ever needed");
+    };
+    assert!(err.is_no_space(), "{err}");
+    assert_eq!(
+        s.end_index(),
+        i - 1,
+        "nothing of the refused entry was written"
+    );
+    assert!(!s.is_poisoned());
+    // A file that could not get its blocks is not left behind.
+    let files = std::fs::read_dir(dir.path().join("data")).unwrap().count() as i64;
+    assert_eq!(files, s.end_pos() / DATA + 1);
+    faults::free_disk_under(dir.path());
+    append(&mut s, i, i + 20, 1);
+    sync(&mut s);
+    drop(s);
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.end_index(), i + 19);
+    let r = check_ledger_dir(dir.path()).unwrap();
+    assert!(r.is_ok(), "{r:?}");
+}

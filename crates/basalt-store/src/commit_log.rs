@@ -26,6 +26,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::config::StoreConfig;
+use crate::disk_space::DiskSpaceMonitor;
 use crate::error::{Result, StoreError};
 use crate::health::Health;
 use crate::mapped_file::MappedFile;
@@ -89,6 +90,11 @@ pub struct CommitLog {
     queue: Arc<MappedFileQueue>,
     writer: Mutex<Writer>,
     health: Arc<Health>,
+    /// Usage of the store's disk (sampled by the cleanup service and when
+    /// a file is created).
+    disk: Arc<DiskSpaceMonitor>,
+    /// When (ms since the epoch) a failed file creation was last logged.
+    create_failure_logged: std::sync::atomic::AtomicI64,
     transient: bool,
     /// Global offset known to be on disk; SYNC_FLUSH waiters wait on it.
     flushed: OffsetWatch,
@@ -145,6 +151,8 @@ impl CommitLog {
             )));
         }
         CommitLog {
+            disk: Arc::new(DiskSpaceMonitor::new(&config)),
+            create_failure_logged: std::sync::atomic::AtomicI64::new(0),
             config,
             queue: Arc::new(queue),
             writer: Mutex::new(Writer {
@@ -171,6 +179,9 @@ impl CommitLog {
     }
     pub fn health(&self) -> &Arc<Health> {
         &self.health
+    }
+    pub fn disk(&self) -> &Arc<DiskSpaceMonitor> {
+        &self.disk
     }
     pub fn is_transient(&self) -> bool {
         self.transient
@@ -402,14 +413,35 @@ impl CommitLog {
     }
 
     /// The tail file if it has room for at least a filler, else a new one.
+    /// A new file means the disk usage moved: it is sampled again. A file
+    /// that cannot be created (a full disk) is CREATE_MAPPED_FILE_FAILED, a
+    /// refusal that poisons nothing: puts succeed again once there is room.
     fn writable_file(&self) -> Result<Arc<MappedFile>, AppendError> {
-        self.queue.last_writable(0).map_err(|e| {
-            tracing::error!(error = %e, "cannot create a CommitLog file");
-            AppendError {
-                status: PutMessageStatus::CreateMappedFileFailed,
-                detail: e.to_string(),
+        match self.queue.last_writable(0) {
+            Ok(f) => {
+                if f.wrote_position() == 0 {
+                    self.disk.sample();
+                }
+                Ok(f)
             }
-        })
+            Err(e) => {
+                self.disk.sample();
+                let now = basalt_common::time::now_millis();
+                let last = self.create_failure_logged.load(Ordering::Relaxed);
+                if now - last >= 1000
+                    && self
+                        .create_failure_logged
+                        .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    tracing::error!(error = %e, "cannot create a CommitLog file; puts fail until it can be created");
+                }
+                Err(AppendError {
+                    status: PutMessageStatus::CreateMappedFileFailed,
+                    detail: e.to_string(),
+                })
+            }
+        }
     }
 
     /// Appends raw CommitLog bytes at `offset`, which must be the current end
@@ -580,6 +612,17 @@ impl CommitLog {
     /// Replaces the topic queue table (after recovery).
     pub fn set_topic_queue_table(&self, table: TopicQueueTable) {
         self.writer.lock().table = table;
+    }
+
+    /// Raises next queue offsets to at least the given ones (records recovery
+    /// could not dispatch hold them: new puts must not reuse them).
+    pub(crate) fn raise_queue_offsets(&self, next: &HashMap<(String, i32), i64>) {
+        let table = &mut self.writer.lock().table;
+        for ((topic, queue_id), n) in next {
+            if table.get(topic, *queue_id) < *n {
+                table.set(topic, *queue_id, *n);
+            }
+        }
     }
 
     /// The next queue offset of a topic queue.

@@ -2,9 +2,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use basalt_common::config::FlushDiskType;
+
+use crate::disk_space::{DiskUsageSource, StatvfsUsage};
 
 /// Everything the store needs to know. Defaults are RocketMQ's.
 #[derive(Debug, Clone)]
@@ -71,6 +74,20 @@ pub struct StoreConfig {
     pub delete_when: String,
     /// `diskMaxUsedSpaceRatio` (75%): above it, expired files go at any hour.
     pub disk_max_used_space_ratio: u32,
+    /// `diskSpaceCleanForciblyRatio` (85%): above it, the oldest CommitLog
+    /// files go whether expired or not (with `cleanFileForciblyEnable`).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// `diskSpaceWarningLevelRatio` (90%): above it the disk counts as full
+    /// and puts are refused.
+    pub disk_space_warning_level_ratio: u32,
+    /// `cleanFileForciblyEnable` (true): whether disk pressure may delete
+    /// files that have not expired.
+    pub clean_file_forcibly_enable: bool,
+    /// How often the cleanup service samples the disk usage (1 s).
+    pub disk_check_interval: Duration,
+    /// Where disk usage figures come from: `statvfs`, or a figure a test
+    /// injects (see [`crate::disk_space`]).
+    pub disk_usage: Arc<dyn DiskUsageSource>,
     /// `cleanResourceInterval` (10 s).
     pub clean_resource_interval: Duration,
     /// `deleteCommitLogFilesInterval`: pause between two deletions (100 ms).
@@ -124,6 +141,11 @@ impl StoreConfig {
             file_reserved_time: Duration::from_secs(72 * 3600),
             delete_when: "04".to_string(),
             disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            clean_file_forcibly_enable: true,
+            disk_check_interval: Duration::from_secs(1),
+            disk_usage: Arc::new(StatvfsUsage),
             clean_resource_interval: Duration::from_secs(10),
             delete_commit_log_files_interval: Duration::from_millis(100),
             delete_files_batch_max: 10,
@@ -137,9 +159,12 @@ impl StoreConfig {
     }
 
     /// Small files for tests: 64 KiB CommitLog files, 100-unit ConsumeQueue
-    /// files, a small index.
+    /// files, a small index, and a disk that is always 0% used, so tests do
+    /// not depend on how full the machine's disk is (tests of disk space
+    /// inject their own figure).
     pub fn for_tests(root_dir: impl Into<PathBuf>) -> Self {
         StoreConfig {
+            disk_usage: crate::disk_space::FixedUsage::new(0),
             commit_log_file_size: 64 * 1024,
             consume_queue_units_per_file: 100,
             max_hash_slot_num: 512,
@@ -200,6 +225,26 @@ impl StoreConfig {
         }
         if self.transient_store_pool_enable && self.transient_store_pool_size == 0 {
             return Err("transientStorePoolSize must be at least 1".into());
+        }
+        for (name, ratio) in [
+            ("diskMaxUsedSpaceRatio", self.disk_max_used_space_ratio),
+            (
+                "diskSpaceCleanForciblyRatio",
+                self.disk_space_clean_forcibly_ratio,
+            ),
+            (
+                "diskSpaceWarningLevelRatio",
+                self.disk_space_warning_level_ratio,
+            ),
+        ] {
+            if !(1..=100).contains(&ratio) {
+                return Err(format!(
+                    "{name} must be a percentage in 1..=100, got {ratio}"
+                ));
+            }
+        }
+        if self.disk_check_interval.is_zero() {
+            return Err("the disk check interval must not be zero".into());
         }
         if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
             return Err("maxHashSlotNum must be > 0 and maxIndexNum > 1".into());

@@ -364,6 +364,13 @@ impl DispatchShared {
             let stopping = self.stop.load(Ordering::Acquire);
             let progressed = match self.dispatch_available() {
                 Ok(p) => p,
+                Err(e) if stopping => {
+                    // No retrying at shutdown (a full disk may not allow a
+                    // ConsumeQueue file for hours): the next start dispatches
+                    // the rest from the queues' ends.
+                    tracing::error!(error = %e, "dispatch failed while stopping; the rest is dispatched at the next start");
+                    return;
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "dispatch failed; retrying in 1 s");
                     self.commit_log

@@ -39,6 +39,16 @@ pub enum StoreError {
     Layout { path: PathBuf, reason: String },
     #[error("store is poisoned after a failed fsync ({reason}); writes are refused")]
     Poisoned { reason: String },
+    /// The file system had no room for a new file's blocks. Nothing was
+    /// written; the store is not poisoned and writes resume once space is
+    /// freed.
+    #[error("no space left on the disk for {bytes} bytes of {path}: {source}")]
+    NoSpace {
+        path: PathBuf,
+        bytes: u64,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("store directory {path} is locked by another process")]
     Locked { path: PathBuf },
     #[error("invalid store configuration: {0}")]
@@ -54,6 +64,18 @@ impl StoreError {
         StoreError::Io {
             path: path.into(),
             source,
+        }
+    }
+}
+
+impl StoreError {
+    /// Whether the error says the disk (or the user's quota) is full: a
+    /// refusal to be retried once space is freed, not a lost write.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            StoreError::NoSpace { .. } => true,
+            StoreError::Io { source, .. } => crate::fs_util::is_no_space(source),
+            _ => false,
         }
     }
 }

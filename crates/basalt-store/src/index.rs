@@ -44,6 +44,8 @@ pub struct IndexFile {
     end_phy_offset: AtomicI64,
     hash_slot_count: AtomicI32,
     index_count: AtomicI32,
+    /// Blocks allocated on disk: entries may be written through the mapping.
+    reserved: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the mapping is only written by the single dispatch thread; readers
@@ -63,7 +65,9 @@ impl std::fmt::Debug for IndexFile {
 
 impl IndexFile {
     /// Creates an empty index file whose entries continue after `prev`
-    /// (end offsets carried over so dedupe keeps working across files).
+    /// (end offsets carried over so dedupe keeps working across files). Its
+    /// blocks are reserved on disk first; on a full disk this fails with
+    /// [`StoreError::NoSpace`] and leaves no file behind.
     pub fn create(
         path: &Path,
         slot_num: usize,
@@ -78,9 +82,16 @@ impl IndexFile {
             .create_new(true)
             .open(path)
             .map_err(|e| StoreError::io(path, e))?;
-        file.set_len(size as u64)
-            .map_err(|e| StoreError::io(path, e))?;
+        let sized = file
+            .set_len(size as u64)
+            .map_err(|e| StoreError::io(path, e))
+            .and_then(|_| fs_util::reserve_blocks(&file, path, size as u64, true));
+        if let Err(e) = sized {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
         let f = Self::map(path, file, slot_num, index_num)?;
+        f.reserved.store(true, Ordering::Release);
         f.begin_phy_offset
             .store(begin_phy_offset, Ordering::Release);
         f.end_phy_offset.store(begin_phy_offset, Ordering::Release);
@@ -147,6 +158,7 @@ impl IndexFile {
             end_phy_offset: AtomicI64::new(0),
             hash_slot_count: AtomicI32::new(0),
             index_count: AtomicI32::new(1),
+            reserved: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -210,6 +222,17 @@ impl IndexFile {
     pub fn is_full(&self) -> bool {
         self.index_count() as usize >= self.index_num
     }
+
+    /// Reserves the blocks of a file found on disk before entries are added
+    /// to it (see [`crate::mapped_file`]). Dispatch thread only.
+    pub fn ensure_reserved(&self) -> Result<()> {
+        if self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        fs_util::reserve_blocks(&self.file, &self.path, self.map.len() as u64, false)?;
+        self.reserved.store(true, Ordering::Release);
+        Ok(())
+    }
     /// Whether the file's time span overlaps `[begin, end]`.
     pub fn is_time_matched(&self, begin: i64, end: i64) -> bool {
         let (b, e) = (self.begin_timestamp(), self.end_timestamp());
@@ -219,6 +242,10 @@ impl IndexFile {
     /// Adds `key` → `phy_offset`. Returns false when the file is full.
     /// Dispatch thread only.
     pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
+        debug_assert!(
+            self.reserved.load(Ordering::Acquire),
+            "index file not reserved"
+        );
         let count = self.index_count();
         if count as usize >= self.index_num {
             return false;
@@ -339,6 +366,11 @@ pub struct IndexService {
     files: RwLock<Vec<Arc<IndexFile>>>,
     /// Messages below this CommitLog offset are already indexed.
     indexed_below: AtomicI64,
+    /// After a new file could not be created for lack of space, until when
+    /// (ms since the epoch) entries are dropped without trying again.
+    no_space_until: AtomicI64,
+    /// Messages left out of the index because the disk was full.
+    skipped: AtomicI64,
 }
 
 impl IndexService {
@@ -349,6 +381,8 @@ impl IndexService {
             index_num,
             files: RwLock::new(Vec::new()),
             indexed_below: AtomicI64::new(0),
+            no_space_until: AtomicI64::new(0),
+            skipped: AtomicI64::new(0),
         }
     }
 
@@ -400,10 +434,37 @@ impl IndexService {
     }
 
     /// Indexes one message's unique key and keys. Dispatch thread only.
+    ///
+    /// The index is a lookup aid derived from the CommitLog: when the disk
+    /// has no room for a new index file, the message is left out of the
+    /// index (it stays consumable, only not findable by key) rather than
+    /// holding up dispatch, and so consumption, until space is freed.
     pub fn build_index(&self, req: &IndexRequest<'_>) -> Result<()> {
         if req.physical_offset < self.indexed_below.load(Ordering::Acquire) {
             return Ok(());
         }
+        match self.put_keys(req) {
+            Ok(()) => {}
+            Err(e) if e.is_no_space() => {
+                let n = self.skipped.fetch_add(1, Ordering::Relaxed);
+                if n % 10_000 == 0 {
+                    tracing::warn!(error = %e, skipped = n + 1,
+                        "disk full: messages are left out of the key index until space is freed");
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        self.indexed_below
+            .store(req.physical_offset + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Messages left out of the index because the disk was full.
+    pub fn skipped_for_space(&self) -> i64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
+    fn put_keys(&self, req: &IndexRequest<'_>) -> Result<()> {
         let mut key = String::with_capacity(req.topic.len() + 40);
         if let Some(u) = req.uniq_key.filter(|u| !u.is_empty()) {
             self.put(&mut key, req.topic, u, req)?;
@@ -415,8 +476,6 @@ impl IndexService {
                 }
             }
         }
-        self.indexed_below
-            .store(req.physical_offset + 1, Ordering::Release);
         Ok(())
     }
 
@@ -439,10 +498,12 @@ impl IndexService {
     }
 
     fn writable_file(&self, phys: i64, ts: i64) -> Result<Arc<IndexFile>> {
-        if let Some(f) = self.files.read().last()
+        let last = self.files.read().last().cloned();
+        if let Some(f) = last
             && !f.is_full()
         {
-            return Ok(Arc::clone(f));
+            f.ensure_reserved()?;
+            return Ok(f);
         }
         let (p, t) = self
             .files
@@ -454,8 +515,25 @@ impl IndexService {
     }
 
     fn roll(&self, begin_phy: i64, begin_ts: i64) -> Result<Arc<IndexFile>> {
+        let now = basalt_common::time::now_millis();
+        if now < self.no_space_until.load(Ordering::Acquire) {
+            return Err(StoreError::NoSpace {
+                path: self.dir.clone(),
+                bytes: index_file_size(self.slot_num, self.index_num) as u64,
+                source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+            });
+        }
+        let f = self.create_next(now, begin_phy, begin_ts);
+        if let Err(e) = &f
+            && e.is_no_space()
+        {
+            self.no_space_until.store(now + 1000, Ordering::Release);
+        }
+        f
+    }
+
+    fn create_next(&self, mut now: i64, begin_phy: i64, begin_ts: i64) -> Result<Arc<IndexFile>> {
         fs_util::create_dir_all_durable(&self.dir)?;
-        let mut now = basalt_common::time::now_millis();
         let path = loop {
             let p = self.dir.join(local_time_name(now));
             if !p.exists() {

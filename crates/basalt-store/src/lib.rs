@@ -18,6 +18,7 @@ pub mod checkpoint;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
+pub mod disk_space;
 pub mod dispatch;
 pub mod error;
 pub mod faults;

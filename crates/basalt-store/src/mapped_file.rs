@@ -10,6 +10,13 @@
 //! Invariant: `flushed <= committed <= wrote <= size`. Each position only
 //! grows, except when recovery or truncation resets all three at once.
 //!
+//! Nothing is written into a file whose blocks are not reserved on disk
+//! (`reserved`): a store on a full disk must fail cleanly when it creates a
+//! file, never with SIGBUS when the kernel cannot find a block for a page
+//! written through the mapping. New files are reserved when created; files
+//! found on disk are reserved by [`MappedFile::ensure_reserved`] before the
+//! writer first writes into them.
+//!
 //! There is exactly one writer per file at a time (the CommitLog append lock,
 //! or the single dispatch thread for a ConsumeQueue), and it writes only at or
 //! after `wrote`; readers read only below `committed`. So readers and the
@@ -57,6 +64,8 @@ pub struct MappedFile {
     /// Where the write buffer goes back to.
     pool: Option<Arc<TransientStorePool>>,
     deleted: AtomicBool,
+    /// The file's blocks are allocated on disk (see the module docs).
+    reserved: AtomicBool,
     /// Debug check that appends never overlap (single writer).
     #[cfg(debug_assertions)]
     writing: AtomicBool,
@@ -97,8 +106,12 @@ pub fn parse_file_name(name: &str) -> Option<i64> {
 
 impl MappedFile {
     /// Creates (or reopens and extends) the file for `start_offset` in `dir`
-    /// with `size` bytes and maps it. Positions start at 0. With a pool that
-    /// has a buffer to lend, appends go to that buffer until committed.
+    /// with `size` bytes, reserves its blocks on disk and maps it. Positions
+    /// start at 0. With a pool that has a buffer to lend, appends go to that
+    /// buffer until committed.
+    ///
+    /// On a full disk this fails with [`StoreError::NoSpace`] and a file it
+    /// created is removed again: nothing half-made is left behind.
     pub fn create(
         dir: &Path,
         start_offset: i64,
@@ -106,21 +119,34 @@ impl MappedFile {
         pool: Option<&Arc<TransientStorePool>>,
     ) -> Result<MappedFile> {
         let path = dir.join(file_name(start_offset));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
-        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
-        if len != size as u64 {
-            file.set_len(size as u64)
-                .map_err(|e| StoreError::io(&path, e))?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true);
+        let (file, fresh) = match options.clone().create_new(true).open(&path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
+                options.open(&path).map_err(|e| StoreError::io(&path, e))?,
+                false,
+            ),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let sized = (|| {
+            let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+            if len != size as u64 {
+                file.set_len(size as u64)
+                    .map_err(|e| StoreError::io(&path, e))?;
+            }
+            crate::fs_util::reserve_blocks(&file, &path, size as u64, fresh)
+        })();
+        if let Err(e) = sized {
+            if fresh {
+                let _ = std::fs::remove_file(&path);
+            }
+            return Err(e);
         }
         let write_buffer = pool.and_then(|p| p.borrow());
         let mut mf = Self::map(path, file, start_offset, size, write_buffer)?;
         mf.pool = pool.cloned();
+        mf.reserved.store(true, Ordering::Release);
         Ok(mf)
     }
 
@@ -173,6 +199,7 @@ impl MappedFile {
             write_buffer: Mutex::new(write_buffer),
             pool: None,
             deleted: AtomicBool::new(false),
+            reserved: AtomicBool::new(false),
             #[cfg(debug_assertions)]
             writing: AtomicBool::new(false),
         })
@@ -221,6 +248,24 @@ impl MappedFile {
         self.deleted.load(Ordering::Acquire)
     }
 
+    /// Whether the file's blocks are known to be allocated on disk.
+    pub fn is_reserved(&self) -> bool {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Reserves the blocks of a file found on disk (it may be sparse: written
+    /// by an older version, or extended after a crash) before the writer
+    /// writes into it. Cheap once done. Fails with [`StoreError::NoSpace`]
+    /// on a full disk, leaving the file as it was. Writer only.
+    pub fn ensure_reserved(&self) -> Result<()> {
+        if self.is_reserved() {
+            return Ok(());
+        }
+        crate::fs_util::reserve_blocks(&self.file, &self.path, self.size as u64, false)?;
+        self.reserved.store(true, Ordering::Release);
+        Ok(())
+    }
+
     /// Sets all three positions (recovery and truncation only).
     pub fn set_positions(&self, pos: usize) {
         assert!(
@@ -242,6 +287,11 @@ impl MappedFile {
         assert!(
             !self.writing.swap(true, Ordering::AcqRel),
             "concurrent appends to {}",
+            self.path.display()
+        );
+        debug_assert!(
+            self.is_reserved(),
+            "append into {} before its blocks were reserved",
             self.path.display()
         );
         let pos = self.wrote.load(Ordering::Acquire);
@@ -617,6 +667,28 @@ mod tests {
         assert_eq!(&again.raw()[..3], b"abc");
         drop(mf);
         assert_eq!(pool.available(), 1);
+    }
+
+    #[test]
+    fn create_reserves_and_full_disk_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let mf = MappedFile::create(dir.path(), 0, 8192, None).unwrap();
+        assert!(mf.is_reserved());
+        crate::faults::fill_disk_under(dir.path());
+        let err = MappedFile::create(dir.path(), 8192, 8192, None).unwrap_err();
+        assert!(err.is_no_space(), "{err}");
+        assert!(!dir.path().join(file_name(8192)).exists());
+        // A file found on disk is reserved lazily; on a full disk that fails
+        // cleanly and the file stays as it was.
+        let again = MappedFile::open(mf.path(), 0, 8192).unwrap();
+        assert!(!again.is_reserved());
+        crate::faults::free_disk_under(dir.path());
+        again.ensure_reserved().unwrap();
+        assert!(again.is_reserved());
+        crate::faults::fill_disk_under(dir.path());
+        assert!(MappedFile::create(dir.path(), 16384, 8192, None).is_err());
+        crate::faults::free_disk_under(dir.path());
+        MappedFile::create(dir.path(), 16384, 8192, None).unwrap();
     }
 
     #[test]

@@ -23,6 +23,12 @@ use crate::transient_pool::TransientStorePool;
 /// of the writer (see [`MappedFile::prefault`]).
 const PREFAULT_CHUNK: usize = 16 << 20;
 
+/// After a file could not be created for lack of space, further attempts
+/// fail at once for this long: on a full disk every put would otherwise
+/// create, fail to allocate and remove a file (and the kernel may force a
+/// journal commit each time before it gives up).
+const NO_SPACE_BACKOFF_MS: i64 = 500;
+
 /// See the module documentation.
 pub struct MappedFileQueue {
     dir: PathBuf,
@@ -34,6 +40,13 @@ pub struct MappedFileQueue {
     committed_where: AtomicI64,
     pool: Option<Arc<TransientStorePool>>,
     allocator: Mutex<Option<Allocator>>,
+    /// Until when (ms since the epoch) creating a file is not tried again
+    /// after the disk was found full.
+    no_space_until: AtomicI64,
+    /// Held while a file is created: the allocator and the writer may both
+    /// create the same file, and a creation that fails removes the file it
+    /// made, which must never be one the other is about to use.
+    create_lock: Mutex<()>,
 }
 
 impl std::fmt::Debug for MappedFileQueue {
@@ -56,6 +69,8 @@ impl MappedFileQueue {
             committed_where: AtomicI64::new(0),
             pool: None,
             allocator: Mutex::new(None),
+            no_space_until: AtomicI64::new(0),
+            create_lock: Mutex::new(()),
         }
     }
 
@@ -259,15 +274,7 @@ impl MappedFileQueue {
             .and_then(|a| a.take(start, self.pool.is_some()));
         let file = match prepared {
             Some(f) => f,
-            None => {
-                fs_util::create_dir_all_durable(&self.dir)?;
-                Arc::new(MappedFile::create(
-                    &self.dir,
-                    start,
-                    self.file_size,
-                    self.pool.as_ref(),
-                )?)
-            }
+            None => self.create_here(start)?,
         };
         // The new name must survive a crash before anything in it counts.
         fs_util::fsync_dir(&self.dir)?;
@@ -282,13 +289,47 @@ impl MappedFileQueue {
         Ok(file)
     }
 
+    /// Creates the file at `start` on the writer's thread (the allocator had
+    /// none ready), failing at once while a recent attempt found the disk full.
+    fn create_here(&self, start: i64) -> Result<Arc<MappedFile>> {
+        let now = basalt_common::time::now_millis();
+        if now < self.no_space_until.load(Ordering::Acquire) {
+            return Err(StoreError::NoSpace {
+                path: self.dir.join(crate::mapped_file::file_name(start)),
+                bytes: self.file_size as u64,
+                source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+            });
+        }
+        match self.make_file(start) {
+            Ok(f) => Ok(Arc::new(f)),
+            Err(e) => {
+                if e.is_no_space() {
+                    self.no_space_until
+                        .store(now + NO_SPACE_BACKOFF_MS, Ordering::Release);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates, reserves and maps the file at `start` (see [`MappedFile::create`]).
+    fn make_file(&self, start: i64) -> Result<MappedFile> {
+        let _creating = self.create_lock.lock();
+        fs_util::create_dir_all_durable(&self.dir)?;
+        MappedFile::create(&self.dir, start, self.file_size, self.pool.as_ref())
+    }
+
     /// The tail file, creating the first one (at `start_if_empty`) or the next
-    /// one when the tail is full. Writer only.
+    /// one when the tail is full. Its blocks are reserved before it is
+    /// returned (see [`MappedFile::ensure_reserved`]). Writer only.
     pub fn last_writable(&self, start_if_empty: i64) -> Result<Arc<MappedFile>> {
         match self.last() {
             None => self.create_file(start_if_empty),
             Some(f) if f.is_full() => self.create_file(f.end_offset()),
-            Some(f) => Ok(f),
+            Some(f) => {
+                f.ensure_reserved()?;
+                Ok(f)
+            }
         }
     }
 
@@ -532,9 +573,12 @@ impl Allocator {
                     let Some((dir, start, size)) = s.request.lock().take() else {
                         continue;
                     };
-                    let pool = queue.upgrade().and_then(|q| q.pool.clone());
-                    let created = fs_util::create_dir_all_durable(&dir)
-                        .and_then(|_| MappedFile::create(&dir, start, size, pool.as_ref()));
+                    let Some(q) = queue.upgrade() else {
+                        return;
+                    };
+                    debug_assert_eq!((q.dir.as_path(), q.file_size), (dir.as_path(), size));
+                    let created = q.make_file(start);
+                    drop(q);
                     match created {
                         Ok(f) => {
                             if warm {

@@ -14,6 +14,7 @@
 //! unless a valid record follows it, which means damage in the middle of the
 //! log: that is an error naming the file and offset, never a silent drop.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,7 @@ use basalt_common::record::{self, RecordHead, RecordView};
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::{CommitLog, TopicQueueTable};
 use crate::consume_queue::ConsumeQueueTable;
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{DispatchRequest, Dispatcher};
 use crate::error::{Result, StoreError};
 use crate::mapped_file::MappedFile;
 
@@ -184,7 +185,68 @@ pub struct RecoveryReport {
     pub records_scanned: u64,
     pub bytes_scanned: u64,
     pub consume_queue_units_dropped: u64,
+    /// Where re-dispatch stopped because the disk had no room for a
+    /// ConsumeQueue file: dispatch resumes there once the store runs.
+    pub dispatch_stopped_at: Option<i64>,
     pub elapsed: Duration,
+}
+
+/// What the re-dispatch of an abnormal recovery did.
+#[derive(Debug, Default)]
+struct Redispatched {
+    /// The first record not dispatched (the disk was full).
+    stopped_at: Option<i64>,
+    /// Next queue offset of every topic queue with records left undispatched:
+    /// their ConsumeQueues end short of them, and new puts must not reuse
+    /// their offsets.
+    next_offsets: HashMap<(String, i32), i64>,
+}
+
+/// The dispatcher thread of an abnormal recovery: dispatches the records whose
+/// positions arrive on `rx`. When the disk has no room for a ConsumeQueue
+/// file it stops dispatching (the store must still open on a full disk) and
+/// only notes the queue offsets the remaining records hold.
+fn redispatch(
+    files: &[Arc<MappedFile>],
+    rx: std::sync::mpsc::Receiver<(usize, Vec<usize>)>,
+    dispatcher: &Dispatcher,
+) -> Result<Redispatched> {
+    let mut out = Redispatched::default();
+    for (i, positions) in rx {
+        let raw = files[i].raw();
+        for pos in positions {
+            let view = RecordView::parse(&raw[pos..], false).map_err(|e| {
+                StoreError::Config(format!("re-parse of a checked record failed: {e}"))
+            })?;
+            let req = match DispatchRequest::from_record(&view, &dispatcher.delays) {
+                Ok(req) => req,
+                Err(_) => {
+                    // Unplaceable: dispatch_record counts it, logs it and passes over it.
+                    dispatcher.dispatch_record(&view, false)?;
+                    continue;
+                }
+            };
+            if out.stopped_at.is_none() {
+                match dispatcher.dispatch(&req, false) {
+                    Ok(()) => continue,
+                    Err(e) if e.is_no_space() => {
+                        tracing::warn!(offset = req.commit_log_offset, error = %e,
+                            "disk full: recovery leaves the rest to dispatch once there is room");
+                        out.stopped_at = Some(req.commit_log_offset);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if basalt_common::sysflag::is_consumable(req.sys_flag) {
+                let next = out
+                    .next_offsets
+                    .entry((req.topic.to_string(), req.queue_id))
+                    .or_insert(0);
+                *next = (*next).max(req.consume_queue_offset + 1);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Recovers the CommitLog, ConsumeQueues and index. See the module docs.
@@ -229,6 +291,7 @@ pub fn recover(
 
     let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);
     let mut stopped_at: Option<(usize, usize)> = None;
+    let mut redispatched = Redispatched::default();
     // After a crash the records are re-dispatched. Checking them (CRC) and
     // dispatching them (ConsumeQueue and index writes) run on two threads:
     // this one scans and sends the positions of valid records, in order, to
@@ -237,18 +300,7 @@ pub fn recover(
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<usize>)>(16);
         let dispatch_thread = abnormal.then(|| {
             let files = &files;
-            scope.spawn(move || -> Result<()> {
-                for (i, positions) in rx {
-                    let raw = files[i].raw();
-                    for pos in positions {
-                        let view = RecordView::parse(&raw[pos..], false).map_err(|e| {
-                            StoreError::Config(format!("re-parse of a checked record failed: {e}"))
-                        })?;
-                        dispatcher.dispatch_record(&view, false)?;
-                    }
-                }
-                Ok(())
-            })
+            scope.spawn(move || redispatch(files, rx, dispatcher))
         });
         const BATCH: usize = 4096;
         let mut send_err = false;
@@ -290,7 +342,8 @@ pub fn recover(
         }
         drop(tx);
         if let Some(t) = dispatch_thread {
-            t.join()
+            redispatched = t
+                .join()
                 .map_err(|_| StoreError::Config("recovery dispatch thread panicked".into()))??;
         }
         if send_err {
@@ -319,7 +372,11 @@ pub fn recover(
     commit_log.truncate(log_end)?;
     commit_log.set_recovered_end(log_end);
     report.log_end = log_end;
+    report.dispatch_stopped_at = redispatched.stopped_at;
     finish_queues(commit_log, consume_queues, dispatcher, log_end)?;
+    if !redispatched.next_offsets.is_empty() {
+        commit_log.raise_queue_offsets(&redispatched.next_offsets);
+    }
     report.elapsed = started.elapsed();
     Ok(report)
 }

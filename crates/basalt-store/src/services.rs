@@ -262,7 +262,16 @@ pub fn start_consume_queue_flush_service(
     let cfg = commit_log.config().clone();
     ServiceThread::spawn("flush-cq", vec![Arc::clone(&wake)], move |stop| {
         let mut last_thorough = Instant::now();
-        let mut last_written = (0i64, 0i64, 0i64);
+        // What is on disk already: an unchanged checkpoint is not rewritten
+        // (a store opened on a full disk has no block for a new one).
+        let mut last_written = CheckpointWritten {
+            times: (
+                checkpoint.physic_msg_timestamp(),
+                checkpoint.logics_msg_timestamp(),
+                checkpoint.index_msg_timestamp(),
+            ),
+            no_space: false,
+        };
         loop {
             let stopping = stop.load(Ordering::Acquire);
             if !stopping {
@@ -292,14 +301,27 @@ pub fn start_consume_queue_flush_service(
     })
 }
 
+/// What the ConsumeQueue flush service last wrote into the checkpoint.
+#[derive(Debug)]
+pub(crate) struct CheckpointWritten {
+    /// (physic, logics, index) times of the last checkpoint written.
+    times: (i64, i64, i64),
+    /// The last write failed for lack of space (logged once).
+    no_space: bool,
+}
+
 /// One round of the ConsumeQueue flush service; with `least_pages == 0`
 /// everything dispatched is flushed and the checkpoint's ConsumeQueue and
 /// index times advance to what was dispatched before the round began.
+///
+/// A checkpoint that cannot be written for lack of space is not an error:
+/// the old one stays (recovery then starts a little earlier, which is always
+/// correct) and the next round tries again. Failed fsyncs are errors.
 pub(crate) fn flush_queues_and_checkpoint(
     dispatcher: &Dispatcher,
     checkpoint: &Checkpoint,
     least_pages: usize,
-    last_written: &mut (i64, i64, i64),
+    last_written: &mut CheckpointWritten,
 ) -> crate::error::Result<()> {
     // Sampled before flushing: the flush then covers everything up to it.
     let dispatched_ts = dispatcher.last_store_timestamp();
@@ -322,17 +344,29 @@ pub(crate) fn flush_queues_and_checkpoint(
         checkpoint.logics_msg_timestamp(),
         checkpoint.index_msg_timestamp(),
     );
-    if now != *last_written {
-        checkpoint.flush()?;
-        *last_written = now;
+    if now != last_written.times {
+        match checkpoint.flush() {
+            Ok(()) => {
+                if std::mem::take(&mut last_written.no_space) {
+                    tracing::info!("checkpoint written again after the disk was full");
+                }
+                last_written.times = now;
+            }
+            Err(e) if e.is_no_space() => {
+                if !std::mem::replace(&mut last_written.no_space, true) {
+                    tracing::warn!(error = %e, "disk full: the checkpoint keeps its last content until space is freed");
+                }
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
 
-/// Starts the cleanup service: every `cleanResourceInterval`, delete
-/// CommitLog files older than `fileReservedTime` when it is `deleteWhen` or
-/// the disk is fuller than `diskMaxUsedSpaceRatio`, then ConsumeQueue and
-/// index files that point only at deleted data.
+/// Starts the cleanup service: every `diskCheckInterval` (1 s) it samples
+/// the disk usage (which decides whether puts are refused, see
+/// [`crate::disk_space`]); every `cleanResourceInterval`, or at once when the
+/// disk is above `diskSpaceCleanForciblyRatio`, it runs a cleanup round.
 pub fn start_cleanup_service(
     commit_log: Arc<CommitLog>,
     queues: Arc<ConsumeQueueTable>,
@@ -342,12 +376,21 @@ pub fn start_cleanup_service(
     let wake = Arc::new(Signal::new());
     let stop_wake = Arc::clone(&wake);
     let cfg = commit_log.config().clone();
+    let tick = cfg.disk_check_interval.min(cfg.clean_resource_interval);
     ServiceThread::spawn("cleanup", vec![Arc::clone(&wake)], move |stop| {
+        let mut last_round = Instant::now();
         loop {
-            stop_wake.wait(Some(cfg.clean_resource_interval));
+            stop_wake.wait(Some(tick));
             if stop.load(Ordering::Acquire) {
                 return;
             }
+            commit_log.disk().sample();
+            let pressure =
+                cfg.clean_file_forcibly_enable && commit_log.disk().wants_forced_cleanup();
+            if !pressure && last_round.elapsed() < cfg.clean_resource_interval {
+                continue;
+            }
+            last_round = Instant::now();
             if let Err(e) = clean_once(
                 &commit_log,
                 &queues,
@@ -367,6 +410,11 @@ pub fn start_cleanup_service(
 /// yet, and deleting them would lose those messages for consumers and leave
 /// the queues short of the offsets producers were given. Returns the
 /// CommitLog files deleted.
+///
+/// Expired files go at `deleteWhen`, or at any hour above
+/// `diskMaxUsedSpaceRatio`. Above `diskSpaceCleanForciblyRatio` (with
+/// `cleanFileForciblyEnable`), the oldest files go whether expired or not,
+/// one at a time while usage stays above the ratio.
 pub fn clean_once(
     commit_log: &CommitLog,
     queues: &ConsumeQueueTable,
@@ -375,18 +423,12 @@ pub fn clean_once(
     force: bool,
 ) -> crate::error::Result<usize> {
     let cfg = commit_log.config();
-    let disk_full = crate::fs_util::disk_used_percent(&cfg.root_dir)
-        .map(|p| p >= cfg.disk_max_used_space_ratio)
-        .unwrap_or(false);
+    let disk = commit_log.disk();
+    disk.sample();
+    let over_max = disk.over_max_used();
     let time_up = is_delete_hour(&cfg.delete_when);
     let mut deleted = 0;
-    if time_up || disk_full || force {
-        if disk_full {
-            tracing::warn!(
-                ratio = cfg.disk_max_used_space_ratio,
-                "disk usage above the limit; deleting expired CommitLog files"
-            );
-        }
+    if time_up || over_max || force {
         deleted = commit_log.files().delete_expired_by_time(
             cfg.file_reserved_time,
             force,
@@ -394,6 +436,17 @@ pub fn clean_once(
             cfg.delete_commit_log_files_interval,
             dispatched,
         )?;
+        if deleted > 0 && over_max {
+            tracing::warn!(
+                deleted,
+                used_percent = disk.used_percent(),
+                ratio = cfg.disk_max_used_space_ratio,
+                "disk usage above diskMaxUsedSpaceRatio: deleted expired CommitLog files"
+            );
+        }
+    }
+    if cfg.clean_file_forcibly_enable && !force {
+        deleted += delete_under_pressure(commit_log, dispatched, deleted)?;
     }
     let min = commit_log.min_offset();
     for q in queues.all() {
@@ -403,6 +456,46 @@ pub fn clean_once(
         index.delete_expired(min)?;
     }
     Ok(deleted)
+}
+
+/// Deletes the oldest CommitLog files, expired or not, one at a time while
+/// the disk stays above `diskSpaceCleanForciblyRatio`, up to the batch limit
+/// minus `already` deleted this round. Never the newest file, never one
+/// dispatch has not passed.
+fn delete_under_pressure(
+    commit_log: &CommitLog,
+    dispatched: i64,
+    already: usize,
+) -> crate::error::Result<usize> {
+    let cfg = commit_log.config();
+    let disk = commit_log.disk();
+    let mut n = 0;
+    while already + n < cfg.delete_files_batch_max && disk.wants_forced_cleanup() {
+        if n > 0 && !cfg.delete_commit_log_files_interval.is_zero() {
+            std::thread::sleep(cfg.delete_commit_log_files_interval);
+        }
+        let min = commit_log.min_offset();
+        let gone = commit_log.files().delete_expired_by_time(
+            Duration::ZERO,
+            true,
+            1,
+            Duration::ZERO,
+            dispatched,
+        )?;
+        if gone == 0 {
+            break;
+        }
+        n += gone;
+        tracing::warn!(
+            used_percent = disk.used_percent(),
+            diskSpaceCleanForciblyRatio = cfg.disk_space_clean_forcibly_ratio,
+            from = min,
+            to = commit_log.min_offset(),
+            "disk space low: deleted the oldest CommitLog file before it expired"
+        );
+        disk.sample();
+    }
+    Ok(n)
 }
 
 /// Whether the local hour is one of `delete_when`'s (`"04"`, `"04;16"`).

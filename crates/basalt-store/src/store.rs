@@ -235,7 +235,7 @@ impl MessageStore {
         // scan already re-dispatched up to the end; after a normal one the
         // queues may lag the log.
         let reput_from = if report.abnormal {
-            report.log_end
+            report.dispatch_stopped_at.unwrap_or(report.log_end)
         } else {
             let max_cq = consume_queues
                 .all()
@@ -247,7 +247,9 @@ impl MessageStore {
         };
 
         // The abort marker: present while running, removed on clean shutdown.
-        fs_util::atomic_write(&abort_path, std::process::id().to_string().as_bytes())?;
+        // Empty, as RocketMQ's: creating it needs no free block, so a store
+        // on a full disk still opens.
+        fs_util::create_marker(&abort_path)?;
 
         let store = MessageStore {
             total_memory: total_memory_bytes(),
@@ -264,7 +266,11 @@ impl MessageStore {
             log: parking_lot::RwLock::new(Arc::clone(&commit_log) as Arc<dyn MessageLog>),
             lock: Mutex::new(Some(lock)),
         };
-        commit_log.start_allocator();
+        if !config.external_log {
+            // Ledger mode keeps no CommitLog: a prepared file would only hold
+            // its reserved blocks.
+            commit_log.start_allocator();
+        }
         let flush = services::start_flush_service(Arc::clone(&commit_log), Arc::clone(&checkpoint));
         let commit = config
             .transient_store_pool_enable
@@ -360,7 +366,18 @@ impl MessageStore {
                 "records are appended through the replicated ledger in this mode",
             ));
         }
-        None
+        self.disk_refusal()
+    }
+
+    /// SERVICE_NOT_AVAILABLE naming the disk while its usage is above
+    /// `diskSpaceWarningLevelRatio` (see [`crate::disk_space`]); `None`
+    /// otherwise. One atomic load. Ledger mode asks this before appending.
+    pub fn disk_refusal(&self) -> Option<PutMessageResult> {
+        let reason = self.commit_log.disk().refusal()?;
+        Some(PutMessageResult::failed(
+            PutMessageStatus::ServiceNotAvailable,
+            reason,
+        ))
     }
 
     /// The dispatcher that turns records into ConsumeQueue units and index
@@ -859,12 +876,26 @@ impl MessageStore {
             return;
         }
         let services = self.services.lock().take();
+        let mut dispatch_incomplete = false;
         if let Some(s) = services {
             if let Some(c) = s.commit {
                 c.shutdown();
             }
             s.flush.shutdown();
             s.dispatch.shutdown();
+            // Dispatch gives up at shutdown when the disk has no room for a
+            // ConsumeQueue file. Its queues then end short of the log, and only
+            // an abnormal recovery re-dispatches the rest and restores the
+            // queue offsets it holds: keep the abort marker.
+            let behind = s.dispatch.dispatched() < self.commit_log.max_offset();
+            if behind && !self.config.external_log {
+                tracing::warn!(
+                    dispatched = s.dispatch.dispatched(),
+                    log_end = self.commit_log.max_offset(),
+                    "not every record is dispatched; the next start recovers from the log"
+                );
+                dispatch_incomplete = true;
+            }
             s.cleanup.shutdown();
             s.cq_flush.shutdown();
         }
@@ -877,6 +908,10 @@ impl MessageStore {
         }
         if let Err(e) = self.checkpoint.flush() {
             tracing::error!(error = %e, "final checkpoint write failed");
+            self.lock.lock().take();
+            return;
+        }
+        if dispatch_incomplete {
             self.lock.lock().take();
             return;
         }

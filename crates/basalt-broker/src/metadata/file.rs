@@ -320,4 +320,52 @@ mod tests {
         assert!(w.flush_now().is_err());
         w.stop();
     }
+
+    #[test]
+    fn a_save_the_full_disk_refuses_keeps_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = ConfigFile::new(dir.path(), "x.json");
+        f.save("one").unwrap();
+        basalt_store::faults::fill_disk_under(dir.path());
+        assert!(f.save("two").is_err());
+        // Unchanged content needs no write, so it succeeds on a full disk.
+        f.save("one").unwrap();
+        basalt_store::faults::free_disk_under(dir.path());
+        let text = |s: &str| Ok::<_, String>(s.to_string());
+        assert_eq!(f.load(text).unwrap(), "one");
+        assert!(!dir.path().join("config/x.json.tmp").exists());
+        assert!(!dir.path().join("config/x.json.bak.tmp").exists());
+    }
+
+    #[test]
+    fn loading_the_tables_again_rewrites_no_file() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = crate::config::BrokerConfig::default();
+        let inodes = || {
+            ["topics.json", "subscriptionGroup.json"].map(|n| {
+                std::fs::metadata(dir.path().join("config").join(n))
+                    .map(|m| m.ino())
+                    .ok()
+            })
+        };
+        let load_both = || {
+            let topics = crate::metadata::topics::TopicConfigManager::load(dir.path(), &cfg);
+            let groups = crate::metadata::groups::SubscriptionGroupManager::load(
+                dir.path(),
+                cfg.max_subscription_group_count,
+                cfg.max_queue_nums_per_topic,
+            );
+            topics.persist_and_stop();
+            groups.persist_and_stop();
+        };
+        load_both();
+        let first = inodes();
+        assert!(first.iter().all(Option::is_some), "{first:?}");
+        // A broker starting on a full disk has no block for a rewrite: a
+        // second start must find nothing to change (a rewrite is a rename,
+        // a new inode).
+        load_both();
+        assert_eq!(inodes(), first, "a metadata file was replaced at start-up");
+    }
 }

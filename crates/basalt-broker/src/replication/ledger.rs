@@ -114,6 +114,11 @@ impl LedgerMode {
         lc.min_vote_interval_ms = (lc.heartbeat_interval_ms / 2).max(50);
         lc.max_vote_interval_ms = (lc.heartbeat_interval_ms * 2).max(lc.min_vote_interval_ms + 50);
         lc.data_file_size = cfg.mapped_file_size_commit_log as i64;
+        if cfg.mapped_file_size_commit_log < 16 * 1024 * 1024 {
+            // Small test stores: small index files too (the default is 160 MiB,
+            // and every file's blocks are allocated when it is created).
+            lc.index_file_size = basalt_ledger::entry::INDEX_UNIT_SIZE as i64 * 64 * 1024;
+        }
         lc.max_wait_ack_ms = cfg.sync_flush_timeout.as_millis() as u64;
         lc.ack_mode = if cfg.dleger_ack_in_memory {
             AckMode::Memory

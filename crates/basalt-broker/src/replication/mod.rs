@@ -135,7 +135,13 @@ impl Replication {
         wait: PutWait,
     ) -> PutMessageResult {
         match self {
-            Replication::Ledger(l) => l.put(drafts, wait.append_crc).await,
+            Replication::Ledger(l) => {
+                // The ledger shares the store's disk: refused as "disk full" alike.
+                if let Some(refused) = store.disk_refusal() {
+                    return refused;
+                }
+                l.put(drafts, wait.append_crc).await
+            }
             Replication::HaSlave(_) => PutMessageResult::failed(
                 PutMessageStatus::ServiceNotAvailable,
                 "a slave does not take messages",

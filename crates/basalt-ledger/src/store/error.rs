@@ -27,6 +27,18 @@ pub enum StoreError {
     Invalid(String),
 }
 
+impl StoreError {
+    /// Whether the disk (or the quota) is full: nothing was written, and the same
+    /// operation succeeds once space is freed. Not a reason to poison the store.
+    pub fn is_no_space(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Io { source, .. }
+                if matches!(source.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+        )
+    }
+}
+
 pub(crate) fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> StoreError {
     StoreError::Io {
         path: path.to_path_buf(),

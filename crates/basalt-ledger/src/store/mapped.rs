@@ -12,10 +12,21 @@
 //! (committed entries, which are never rewritten or zeroed), and the writer only
 //! writes past the published end or zeroes ranges that were never published. A file
 //! that is deleted stays mapped until the last reader drops its `Arc`.
+//!
+//! # Disk space
+//!
+//! Nothing is written through a mapping whose blocks are not allocated on disk:
+//! on a full disk the kernel would have no block for the page and the write would
+//! kill the process with SIGBUS. New files get their blocks when created
+//! (`fallocate`; a file that cannot get them is removed again and the creation
+//! fails with an error that [`StoreError::is_no_space`] recognises); files found
+//! on disk, and ranges punched by a cut, are reserved again by
+//! [`MappedFile::ensure_reserved`] before the writer writes there.
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
@@ -28,6 +39,8 @@ pub struct MappedFile {
     size: i64,
     file: File,
     map: MmapRaw,
+    /// Every block of the file is allocated on disk (module docs).
+    reserved: AtomicBool,
 }
 
 // The raw mapping is shared between the writer and readers under the contract in
@@ -50,28 +63,45 @@ pub fn file_name(dir: &Path, start: i64) -> PathBuf {
 }
 
 impl MappedFile {
-    /// Opens (creating or extending to `size` if needed) and maps a file.
+    /// Opens (creating or extending to `size` if needed) and maps a file. A file it
+    /// creates gets its blocks allocated first; on a full disk it is removed again
+    /// and the error says so ([`StoreError::is_no_space`]).
     pub fn open(dir: &Path, start: i64, size: i64) -> Result<MappedFile, StoreError> {
         let path = file_name(dir, start);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| io_err(&path, "open", e))?;
-        let len = file.metadata().map_err(|e| io_err(&path, "stat", e))?.len();
-        if len != size as u64 {
+        let mut options = OpenOptions::new();
+        options.read(true).write(true);
+        let (file, fresh) = match options.clone().create_new(true).open(&path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
+                options.open(&path).map_err(|e| io_err(&path, "open", e))?,
+                false,
+            ),
+            Err(e) => return Err(io_err(&path, "create", e)),
+        };
+        let sized = (|| {
+            let len = file.metadata().map_err(|e| io_err(&path, "stat", e))?.len();
             if len > size as u64 {
                 return Err(StoreError::Corrupt {
-                    path,
+                    path: path.clone(),
                     offset: size as u64,
                     reason: format!("file is {len} bytes, larger than the configured {size}"),
                 });
             }
-            // A file created but not yet extended when the process died, or a new file.
-            file.set_len(size as u64)
-                .map_err(|e| io_err(&path, "set_len", e))?;
+            if len != size as u64 {
+                // A file created but not yet extended when the process died, or a new file.
+                file.set_len(size as u64)
+                    .map_err(|e| io_err(&path, "set_len", e))?;
+            }
+            if fresh {
+                reserve(&file, &path, 0, size)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = sized {
+            if fresh {
+                let _ = fs::remove_file(&path);
+            }
+            return Err(e);
         }
         let map = MmapOptions::new()
             .len(size as usize)
@@ -83,7 +113,24 @@ impl MappedFile {
             size,
             file,
             map,
+            reserved: AtomicBool::new(fresh),
         })
+    }
+
+    /// Whether every block of the file is known to be allocated.
+    pub fn is_reserved(&self) -> bool {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Allocates the file's blocks if that is not known to be done (a file found on
+    /// disk, or one a cut punched holes into). Writer only, before it writes.
+    pub fn ensure_reserved(&self) -> Result<(), StoreError> {
+        if self.is_reserved() {
+            return Ok(());
+        }
+        reserve(&self.file, &self.path, 0, self.size)?;
+        self.reserved.store(true, Ordering::Release);
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -122,6 +169,11 @@ impl MappedFile {
     /// Copies `bytes` to `off`. Only the single writer calls this, on ranges no
     /// reader holds (module docs).
     pub fn write(&self, off: usize, bytes: &[u8]) {
+        debug_assert!(
+            self.is_reserved(),
+            "write into {:?} before its blocks were reserved",
+            self.path
+        );
         assert!(
             off + bytes.len() <= self.size as usize,
             "write past the end of {:?}",
@@ -168,11 +220,15 @@ impl MappedFile {
             )
         };
         if r == 0 {
+            // The punched range has no blocks any more: reserve again before the
+            // writer writes there.
+            self.reserved.store(false, Ordering::Release);
             return Ok(());
         }
         let e = std::io::Error::last_os_error();
         match e.raw_os_error() {
             Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => {
+                self.ensure_reserved()?;
                 self.zero(off, len);
                 Ok(())
             }
@@ -221,6 +277,43 @@ impl MappedFile {
         self.file
             .sync_all()
             .map_err(|e| io_err(&self.path, "fsync", e))
+    }
+}
+
+/// Allocates the blocks of `[off, off + len)` of `file` (`fallocate`), keeping
+/// whatever they hold. Where the file system cannot, the range is written with
+/// zeros instead — only for a new file (`off == 0` of a file the caller created),
+/// since zeros would overwrite data.
+fn reserve(file: &File, path: &Path, off: i64, len: i64) -> Result<(), StoreError> {
+    use std::os::fd::AsRawFd;
+    if super::faults::disk_full(path) {
+        return Err(io_err(
+            path,
+            "fallocate",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        ));
+    }
+    // SAFETY: plain syscall on an open descriptor.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, off as libc::off_t, len as libc::off_t) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
+            use std::os::unix::fs::FileExt;
+            let zeros = vec![0u8; 1 << 20];
+            let mut at = off as u64;
+            let end = (off + len) as u64;
+            while at < end {
+                let n = ((end - at) as usize).min(zeros.len());
+                file.write_all_at(&zeros[..n], at)
+                    .map_err(|e| io_err(path, "write zeros", e))?;
+                at += n as u64;
+            }
+            Ok(())
+        }
+        _ => Err(io_err(path, "fallocate", e)),
     }
 }
 

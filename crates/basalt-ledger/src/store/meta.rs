@@ -46,15 +46,28 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
     map
 }
 
-/// Writes `contents` to `dir/name` atomically and durably.
+/// Writes `contents` to `dir/name` atomically and durably. When it fails before
+/// the rename (a full disk), the old file stands and the temporary one is removed.
 pub fn replace_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), StoreError> {
     let tmp = dir.join(format!("{name}.tmp"));
     let dst = dir.join(name);
-    let mut f = File::create(&tmp).map_err(|e| io_err(&tmp, "create", e))?;
-    f.write_all(contents)
-        .map_err(|e| io_err(&tmp, "write", e))?;
-    f.sync_all().map_err(|e| io_err(&tmp, "fsync", e))?;
-    drop(f);
+    let written = (|| {
+        if super::faults::disk_full(&tmp) {
+            return Err(io_err(
+                &tmp,
+                "write",
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
+        }
+        let mut f = File::create(&tmp).map_err(|e| io_err(&tmp, "create", e))?;
+        f.write_all(contents)
+            .map_err(|e| io_err(&tmp, "write", e))?;
+        f.sync_all().map_err(|e| io_err(&tmp, "fsync", e))
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
     fs::rename(&tmp, &dst).map_err(|e| io_err(&dst, "rename", e))?;
     sync_dir(dir)
 }
@@ -108,6 +121,17 @@ pub fn store_checkpoint(dir: &Path, c: Checkpoint) -> Result<(), StoreError> {
         c.end_index, c.committed_index
     );
     replace_file(dir, CHECKPOINT_FILE, text.as_bytes())
+}
+
+/// Removes the checkpoint (it then claims nothing durable; the next start scans
+/// the whole log). Needs no free space, unlike a rewrite.
+pub fn remove_checkpoint(dir: &Path) -> Result<(), StoreError> {
+    let path = dir.join(CHECKPOINT_FILE);
+    match fs::remove_file(&path) {
+        Ok(()) => sync_dir(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(&path, "remove", e)),
+    }
 }
 
 /// Reads the term file; the default state when there is none.

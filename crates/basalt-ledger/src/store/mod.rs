@@ -23,8 +23,10 @@
 //! names the file and offset.
 
 pub mod error;
+pub mod faults;
 pub mod mapped;
 pub mod meta;
+mod room;
 mod scan;
 
 use std::path::{Path, PathBuf};
@@ -289,7 +291,13 @@ impl SyncJob {
     /// truncation).
     pub fn run(&self) -> Result<(), StoreError> {
         if let Some((dir, c)) = &self.checkpoint {
-            meta::store_checkpoint(dir, *c)?;
+            match meta::store_checkpoint(dir, *c) {
+                Ok(()) => {}
+                // What matters is that the checkpoint claims no more than the log
+                // holds: with no room for a new one, none at all claims nothing.
+                Err(e) if e.is_no_space() => meta::remove_checkpoint(dir)?,
+                Err(e) => return Err(e),
+            }
         }
         for (f, off, len) in &self.ranges {
             f.sync_range(*off, *len)?;
@@ -523,6 +531,7 @@ impl LedgerStore {
                 });
                 for u in &fixes {
                     let (f, _) = index.ensure(u.index * UNIT)?;
+                    f.ensure_reserved()?;
                     f.write((u.index * UNIT - f.start()) as usize, &u.encode());
                 }
                 fixed = fixes.len() as u64;
@@ -660,6 +669,14 @@ impl LedgerStore {
     /// Appends entries whose headers are final (index, term, position, CRC).
     pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), StoreError> {
         self.check_writable()?;
+        if let (Some((first, _)), Some((last, _))) = (entries.first(), entries.last()) {
+            // Every byte below is written into reserved blocks, or nothing is.
+            let end = last.pos + last.size as i64;
+            let from = self.end_pos.min(first.pos);
+            if from >= self.data.files().first().map(|f| f.start()).unwrap_or(from) {
+                self.ensure_room(from, end, first.index, last.index)?;
+            }
+        }
         // The tail cache must stay contiguous with the log end.
         if self
             .tail
@@ -860,12 +877,20 @@ impl LedgerStore {
         let from = self.prefaulted_until.max(self.end_pos);
         let to = from + PREFAULT_CHUNK;
         let mut created = false;
+        let mut failed = false;
         for pos in [from, to - 1] {
-            match self.data.ensure(pos) {
-                Ok((_, c)) => created |= c,
+            match self
+                .data
+                .ensure(pos)
+                .and_then(|(f, c)| f.ensure_reserved().map(|_| c))
+            {
+                Ok(c) => created |= c,
                 Err(e) => {
+                    // Skip this chunk (the writer reserves what it writes on its
+                    // own): a full disk costs one warning per chunk, not per append.
                     tracing::warn!(error = %e, "cannot create the next data file ahead of time");
-                    return None;
+                    failed = true;
+                    break;
                 }
             }
         }
@@ -874,6 +899,9 @@ impl LedgerStore {
             self.publish_files();
         }
         self.prefaulted_until = to;
+        if failed {
+            return None;
+        }
         Some(PrefaultJob {
             ranges: self.data.ranges(from, to),
         })

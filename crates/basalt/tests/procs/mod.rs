@@ -166,10 +166,14 @@ unsafe extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
-/// Writes a broker.conf (properties) and returns its path.
+/// Writes a broker.conf (properties) and returns its path. The disk-space
+/// limits are off unless `pairs` set them (later keys win): tests must not
+/// depend on how full the machine's disk is.
 pub fn write_conf(dir: &Path, name: &str, pairs: &[(&str, String)]) -> PathBuf {
     let p = dir.join(format!("{name}.conf"));
-    let text: String = pairs.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    let mut text =
+        String::from("diskSpaceWarningLevelRatio=100\ndiskSpaceCleanForciblyRatio=100\n");
+    text.extend(pairs.iter().map(|(k, v)| format!("{k}={v}\n")));
     std::fs::write(&p, text).unwrap();
     p
 }

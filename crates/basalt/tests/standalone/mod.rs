@@ -16,6 +16,12 @@ use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// Settings that turn the disk-space limits off (see docs/disk-space.md).
+pub const NO_DISK_LIMITS: [&str; 2] = [
+    "diskSpaceWarningLevelRatio=100",
+    "diskSpaceCleanForciblyRatio=100",
+];
+
 /// How long a broker may take to print its ready line.
 pub const START_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a clean shutdown (SIGTERM) may take.
@@ -144,7 +150,9 @@ impl Standalone {
             .args(["--namesrv-port", &ports.namesrv.to_string()])
             .args(["--port", &ports.broker.to_string()])
             .args(["--listen", "127.0.0.1", "--advertise", "127.0.0.1"]);
-        for s in sets {
+        // Tests must not depend on how full the machine's disk is; a test of
+        // disk space sets these itself (later settings win).
+        for s in NO_DISK_LIMITS.iter().chain(sets) {
             cmd.args(["--set", s]);
         }
         cmd.env(

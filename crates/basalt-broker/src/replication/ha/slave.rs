@@ -238,6 +238,13 @@ impl HaSlave {
             body = data;
             match res {
                 Ok(end) => *local_end = end,
+                // A full disk is not a divergence: reconnect (the master resends
+                // from this log's end) until there is room again.
+                Err(e) if e.is_no_space() => {
+                    return Err(SessionEnd::Io(std::io::Error::other(format!(
+                        "cannot store replicated data: {e}"
+                    ))));
+                }
                 Err(e) => return Err(SessionEnd::Diverged(e.to_string())),
             }
             self.master_offset.fetch_max(*local_end, Ordering::AcqRel);
