@@ -4,6 +4,7 @@
 //! * `basalt namesrv` / `basalt broker -c FILE` — the two roles apart;
 //! * `basalt store check|dump DIR` — offline tools for a store directory.
 
+mod allocator;
 mod bench;
 mod cli;
 mod client_tools;
@@ -13,12 +14,8 @@ mod store_tools;
 
 use clap::Parser;
 
-/// A thread-caching allocator: the broker and the bench allocate per message
-/// on several threads, where glibc's malloc contends.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
+    allocator::disable_transparent_huge_pages();
     let cli = cli::Cli::parse();
     // Servers log at info; the client tools only warn unless asked.
     let server = matches!(

@@ -13,6 +13,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("basalt-worker")
+        .on_thread_park(crate::allocator::on_worker_park)
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
