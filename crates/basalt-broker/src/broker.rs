@@ -445,6 +445,9 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
     let listen = SocketAddr::new(broker.config.listen_addr, broker.config.listen_port);
     let mut server_cfg = ServerConfig::default();
     server_cfg.connection.max_frame_size = broker.config.max_frame_size;
+    server_cfg.connection.max_inflight_requests = broker.config.server_max_inflight_per_connection;
+    server_cfg.max_connections = broker.config.server_max_connections;
+    server_cfg.max_inflight_requests = broker.config.server_max_inflight_requests;
     let processor = Arc::new(BrokerProcessor::new(Arc::clone(&broker)));
     let server = RemotingServer::bind_with_config(listen, processor, server_cfg)
         .await

@@ -36,21 +36,6 @@ unsafe extern "C" {
 /// How long after a worker went idle the arenas are purged.
 pub const PURGE_AFTER: Duration = Duration::from_millis(500);
 
-/// Turns transparent huge pages off for this process (Linux); elsewhere a
-/// no-op. Call first thing in `main`, before the heap grows.
-pub fn disable_transparent_huge_pages() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: PR_SET_THP_DISABLE takes plain integer arguments and
-        // touches no memory of ours.
-        let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-        if rc != 0 {
-            tracing::debug!(error = %std::io::Error::last_os_error(),
-                "cannot turn transparent huge pages off");
-        }
-    }
-}
-
 /// For `tokio::runtime::Builder::on_thread_park`: the worker has nothing to
 /// do, so it hands its empty pages back and asks for a purge soon.
 pub fn on_worker_park() {

@@ -8,6 +8,7 @@ mod allocator;
 mod bench;
 mod cli;
 mod client_tools;
+mod fd_limit;
 mod histogram;
 mod serve;
 mod store_tools;
@@ -15,7 +16,6 @@ mod store_tools;
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    allocator::disable_transparent_huge_pages();
     let cli = cli::Cli::parse();
     // Servers log at info; the client tools only warn unless asked.
     let server = matches!(

@@ -36,6 +36,12 @@ pub(super) async fn write_loop(
     let mut closing = false;
     let mut bufs = WriteBuffers::default();
     loop {
+        // Size the batch by what is queued (the queue knows its length), so
+        // a fresh batch does not grow by doubling.
+        let queued = rx.len().min(MAX_BATCH);
+        if bufs.batch.capacity() < queued {
+            bufs.batch.reserve_exact(queued);
+        }
         let n = if closing {
             rx.recv_many(&mut bufs.batch, MAX_BATCH).await
         } else {
@@ -132,6 +138,7 @@ impl WriteBuffers {
             .map(|c| HEADER_ESTIMATE + inline_len(c))
             .sum();
         self.head.reserve(estimate);
+        self.segments.reserve(2 * self.batch.len() + 1);
         let mut seg_start = 0;
         for cmd in self.batch.drain(..) {
             let before = self.head.len();

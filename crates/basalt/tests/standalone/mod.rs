@@ -267,6 +267,11 @@ impl Standalone {
         }
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         match self.child.as_mut() {
