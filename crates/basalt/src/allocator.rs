@@ -8,15 +8,19 @@
 //! purged (returned to the OS) only when the allocator is next called. A
 //! broker that went quiet kept its peak for good. So:
 //!
-//! * [`disable_transparent_huge_pages`] turns THP off for the process (an
-//!   idle connection cost about 200 KB with it, 25 KB without);
+//! * the heap asks for no transparent huge pages (mimalloc's `no_thp`
+//!   feature, in the workspace Cargo.toml): with them an idle connection
+//!   cost about 200 KB, without them 25 KB. THP is not turned off for the
+//!   whole process: that would also take large folios away from the mapped
+//!   CommitLog;
 //! * [`on_worker_park`], run by every tokio worker as it goes idle, collects
-//!   that worker's heap, handing its empty pages back to the arena;
-//! * a trimmer thread then purges the arenas, once the workers have been
-//!   quiet for [`PURGE_AFTER`], so memory goes back to the OS within
-//!   about a second of the last activity, and at most once per that period
-//!   under steady load.
+//!   that worker's heap (at most every [`COLLECT_EVERY`]), handing its empty
+//!   pages back to the arena;
+//! * a trimmer thread purges the arenas [`PURGE_AFTER`] after a worker
+//!   collected, so memory goes back to the OS within about a second of the
+//!   last activity, and at most once per that period under steady load.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::Thread;
@@ -36,9 +40,26 @@ unsafe extern "C" {
 /// How long after a worker went idle the arenas are purged.
 pub const PURGE_AFTER: Duration = Duration::from_millis(500);
 
+/// Least time between two heap collections of one worker. Collecting on
+/// every park would hand pages back that the next request takes again;
+/// collecting at most this often keeps that churn small, and a worker that
+/// parks within this time of its last collection collects on a later park
+/// (the broker's own timers wake its workers every second or so).
+pub const COLLECT_EVERY: Duration = Duration::from_millis(100);
+
 /// For `tokio::runtime::Builder::on_thread_park`: the worker has nothing to
-/// do, so it hands its empty pages back and asks for a purge soon.
+/// do, so it hands its empty pages back (at most every [`COLLECT_EVERY`])
+/// and asks for a purge soon.
 pub fn on_worker_park() {
+    thread_local! {
+        static LAST_COLLECT: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+    let now = Instant::now();
+    let due = LAST_COLLECT.get().is_none_or(|t| now.duration_since(t) >= COLLECT_EVERY);
+    if !due {
+        return;
+    }
+    LAST_COLLECT.set(Some(now));
     // SAFETY: mi_collect only walks the calling thread's own heap (and the
     // arenas, under mimalloc's own locking).
     unsafe { mi_collect(false) };
