@@ -33,7 +33,7 @@ use crate::long_polling::PullWaiters;
 use crate::processor::BrokerProcessor;
 use crate::schedule::ScheduleService;
 use crate::subscription_group::SubscriptionGroupManager;
-use crate::topic_config::TopicConfigManager;
+use crate::topic_config::{TopicChange, TopicConfigManager};
 
 /// Why a broker could not start.
 #[derive(Debug, Error)]
@@ -86,6 +86,8 @@ pub struct Broker {
     pub ledger: std::sync::OnceLock<Arc<LedgerMode>>,
     /// `ip:port` of the HA listener, as registered.
     ha_addr: Mutex<String>,
+    /// Coalesces NameServer registrations asked for by topic changes.
+    registrations: RegistrationRounds,
     started_at: std::time::Instant,
     shutting_down: AtomicBool,
 }
@@ -298,10 +300,31 @@ impl Broker {
         }
     }
 
-    /// Registers soon, off the caller's path (after a topic change).
-    pub fn register_soon(self: &Arc<Self>) {
-        let b = Arc::clone(self);
-        tokio::spawn(async move { b.register_with_namesrvs().await });
+    /// Asks for a registration round soon, off the caller's path; rounds
+    /// asked for while one runs are coalesced into the next. Returns the
+    /// round's ticket for [`Broker::registered`].
+    pub fn register_soon(&self) -> u64 {
+        self.registrations.request()
+    }
+
+    /// Waits until a registration round that started after `ticket` was
+    /// asked for has finished (successfully or not: failures are logged and
+    /// the periodic registration repeats it).
+    pub async fn registered(&self, ticket: u64) {
+        self.registrations.finished(ticket).await
+    }
+
+    /// Makes a topic change visible: waits for its topics.json write, then
+    /// for a NameServer registration that includes it. Nothing to wait for
+    /// when the topic already existed.
+    pub async fn publish_topic_change(&self, change: &TopicChange) -> Result<(), String> {
+        let Some(generation) = change.generation else {
+            return Ok(());
+        };
+        self.topics.persisted(generation).await?;
+        let ticket = self.register_soon();
+        self.registered(ticket).await;
+        Ok(())
     }
 
     /// Tells every member of a consumer group that the membership changed.
@@ -326,6 +349,52 @@ impl Broker {
                     tracing::debug!(error = %e, "could not notify a consumer");
                 }
             });
+        }
+    }
+}
+
+/// Registration rounds asked for by topic changes, run one at a time by a
+/// task of the broker: a burst of new topics costs one or two rounds, not one
+/// per topic. Invariant: `finished` only grows, and round `n` started after
+/// ticket `n` was handed out.
+#[derive(Debug)]
+struct RegistrationRounds {
+    requested: AtomicU64,
+    wake: tokio::sync::Notify,
+    finished: tokio::sync::watch::Sender<u64>,
+}
+
+impl RegistrationRounds {
+    fn new() -> Self {
+        RegistrationRounds {
+            requested: AtomicU64::new(0),
+            wake: tokio::sync::Notify::new(),
+            finished: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    fn request(&self) -> u64 {
+        let ticket = self.requested.fetch_add(1, Ordering::AcqRel) + 1;
+        self.wake.notify_one();
+        ticket
+    }
+
+    async fn finished(&self, ticket: u64) {
+        let mut rx = self.finished.subscribe();
+        let _ = rx.wait_for(|f| *f >= ticket).await;
+    }
+
+    /// Runs rounds as they are asked for, until the broker stops.
+    async fn run(broker: Arc<Broker>) {
+        let rounds = &broker.registrations;
+        loop {
+            let ticket = rounds.requested.load(Ordering::Acquire);
+            if ticket <= *rounds.finished.borrow() {
+                rounds.wake.notified().await;
+                continue;
+            }
+            broker.register_with_namesrvs().await;
+            rounds.finished.send_replace(ticket);
         }
     }
 }
@@ -370,12 +439,15 @@ impl BrokerHandle {
         if let Some(l) = self.broker.ledger.get() {
             l.shutdown(&self.broker.store).await;
         }
-        self.broker.schedule.persist();
-        self.broker.offsets.persist();
-        self.broker.topics.persist();
-        self.broker.groups.persist();
-        let store = Arc::clone(&self.broker.store);
-        let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        let b = Arc::clone(&self.broker);
+        let _ = tokio::task::spawn_blocking(move || {
+            b.schedule.persist();
+            b.offsets.persist();
+            b.topics.persist_and_stop();
+            b.groups.persist_and_stop();
+            b.store.shutdown();
+        })
+        .await;
         self.broker.namesrv_client.shutdown();
         tracing::info!(broker = %self.broker.config.broker_name, "broker stopped");
     }
@@ -403,22 +475,26 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
         // The HA port follows: any free one.
         config.ha_listen_port = 0;
     }
-    let root = config.store_path_root_dir.clone();
-    let store_cfg = config.store_config();
-    let delays = config.delay_levels();
-    let store =
-        tokio::task::spawn_blocking(move || MessageStore::open_with_delays(store_cfg, delays))
-            .await
-            .map_err(|e| BrokerError::Other(format!("store open task failed: {e}")))??;
+    let cfg = config.clone();
+    let (store, topics, groups, offsets, schedule) = tokio::task::spawn_blocking(move || {
+        let root = cfg.store_path_root_dir.clone();
+        let store = MessageStore::open_with_delays(cfg.store_config(), cfg.delay_levels())?;
+        let topics = TopicConfigManager::load(&root, &cfg);
+        let groups = SubscriptionGroupManager::load(
+            &root,
+            cfg.max_subscription_group_count,
+            cfg.max_queue_nums_per_topic,
+        );
+        let offsets = ConsumerOffsetManager::load(&root);
+        let schedule = ScheduleService::load(&root, cfg.delay_levels());
+        Ok::<_, BrokerError>((store, topics, groups, offsets, schedule))
+    })
+    .await
+    .map_err(|e| BrokerError::Other(format!("store open task failed: {e}")))??;
     let waiters = Arc::new(PullWaiters::new());
     store.set_arrival_listener(
         Arc::clone(&waiters) as Arc<dyn basalt_store::dispatch::ArrivalListener>
     );
-
-    let topics = TopicConfigManager::load(&root, &config);
-    let groups = SubscriptionGroupManager::load(&root);
-    let offsets = ConsumerOffsetManager::load(&root);
-    let schedule = ScheduleService::load(&root, config.delay_levels());
     let uniq = UniqKeyGenerator::new(config.broker_ip1, rand::random());
     let broker = Arc::new(Broker {
         store,
@@ -437,6 +513,7 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
         ha_slave: std::sync::OnceLock::new(),
         ledger: std::sync::OnceLock::new(),
         ha_addr: Mutex::new(config.ha_addr().to_string()),
+        registrations: RegistrationRounds::new(),
         started_at: std::time::Instant::now(),
         shutting_down: AtomicBool::new(false),
         config,
@@ -471,6 +548,7 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
     // BrokerController.start does): a client that sees the broker up finds
     // its routes at once. Then every registerNameServerPeriod.
     broker.register_with_namesrvs().await;
+    tasks.push(tokio::spawn(RegistrationRounds::run(Arc::clone(&broker))));
     {
         let b = Arc::clone(&broker);
         tasks.push(tokio::spawn(async move {
@@ -519,6 +597,7 @@ pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError
                 for group in b.clients.expire(b.config.channel_expired_timeout) {
                     b.notify_consumer_ids_changed(&group);
                 }
+                b.locks.evict_expired();
             }
         }));
     }
@@ -547,9 +626,9 @@ async fn start_replication(
         // Re-register at once when this member becomes or stops being master.
         let b = Arc::clone(broker);
         let store = Arc::clone(&broker.store);
-        tasks.push(tokio::spawn(
-            lm.follow_roles(store, move |_| b.register_soon()),
-        ));
+        tasks.push(tokio::spawn(lm.follow_roles(store, move |_| {
+            b.register_soon();
+        })));
         // Followers copy the master's metadata like HA slaves do.
         let b = Arc::clone(broker);
         tasks.push(tokio::spawn(async move {

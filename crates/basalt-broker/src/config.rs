@@ -112,6 +112,14 @@ pub struct BrokerConfig {
     pub server_max_inflight_per_connection: usize,
     /// Requests processed at once over all connections (`serverMaxInflightRequests`).
     pub server_max_inflight_requests: usize,
+    /// Most queues a topic may have (read or write), whoever creates it.
+    pub max_queue_nums_per_topic: i32,
+    /// Most topics this broker holds; creating more is refused.
+    pub max_topic_count: usize,
+    /// Most subscription groups this broker holds; creating more is refused.
+    pub max_subscription_group_count: usize,
+    /// Longest a pull may be held waiting for messages, whatever it asks.
+    pub max_long_polling_suspend: Duration,
 }
 
 impl Default for BrokerConfig {
@@ -177,6 +185,10 @@ impl Default for BrokerConfig {
             server_max_inflight_per_connection:
                 basalt_remoting::transport::DEFAULT_MAX_INFLIGHT_PER_CONNECTION,
             server_max_inflight_requests: basalt_remoting::transport::DEFAULT_MAX_INFLIGHT_REQUESTS,
+            max_queue_nums_per_topic: 1024,
+            max_topic_count: 100_000,
+            max_subscription_group_count: 100_000,
+            max_long_polling_suspend: Duration::from_secs(30),
         }
     }
 }
@@ -341,6 +353,16 @@ impl BrokerConfig {
                 self.server_max_inflight_per_connection = parse_count(key, v)?
             }
             "serverMaxInflightRequests" => self.server_max_inflight_requests = parse_count(key, v)?,
+            "maxQueueNumsPerTopic" => {
+                self.max_queue_nums_per_topic = parse_num(key, v)?;
+                let max = basalt_store::names::MAX_QUEUE_ID + 1;
+                if !(1..=max).contains(&self.max_queue_nums_per_topic) {
+                    return Err(invalid(key, v, &format!("must be in 1..={max}")));
+                }
+            }
+            "maxTopicCount" => self.max_topic_count = parse_num(key, v)?,
+            "maxSubscriptionGroupCount" => self.max_subscription_group_count = parse_num(key, v)?,
+            "maxLongPollingSuspendMillis" => self.max_long_polling_suspend = parse_millis(key, v)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -396,11 +418,13 @@ impl BrokerConfig {
                 "a master needs brokerId 0",
             ));
         }
-        if self.default_topic_queue_nums <= 0 || self.default_topic_queue_nums > 1024 {
+        if self.default_topic_queue_nums <= 0
+            || self.default_topic_queue_nums > self.max_queue_nums_per_topic
+        {
             return Err(invalid(
                 "defaultTopicQueueNums",
                 &self.default_topic_queue_nums.to_string(),
-                "must be in 1..=1024",
+                &format!("must be in 1..={}", self.max_queue_nums_per_topic),
             ));
         }
         if self.enable_dleger_commit_log

@@ -24,7 +24,6 @@ use basalt_ledger::{
     Role, StampSlot,
 };
 use basalt_store::commit_log::TopicQueueTable;
-use basalt_store::dispatch::DispatchRequest;
 use basalt_store::{AppendResult, MessageLog, MessageStore, PutMessageResult, PutMessageStatus};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -363,10 +362,12 @@ impl LedgerMode {
         }
     }
 
-    /// Dispatches committed entries, in order, forever.
+    /// Dispatches committed entries, in order, forever. An entry whose
+    /// record cannot be placed is reported and passed over (as classic
+    /// dispatch does); an I/O error stops the batch at that entry, which is
+    /// retried after a pause, so no committed message is ever skipped.
     async fn dispatch_loop(self: Arc<Self>, store: Arc<MessageStore>) {
         let reader = self.handle.reader().clone();
-        let delays = basalt_store::dispatch::DelayLevels::default();
         let mut next = *self.dispatched.borrow();
         let mut last_persist = std::time::Instant::now();
         loop {
@@ -392,39 +393,14 @@ impl LedgerMode {
                     continue;
                 }
             };
-            for e in &entries {
-                if e.kind == EntryKind::Noop {
-                    continue;
-                }
-                match RecordView::parse(&e.body, false) {
-                    Ok(v) => {
-                        if v.physical_offset != e.body_pos() {
-                            tracing::error!(
-                                index = e.index,
-                                pos = e.body_pos(),
-                                record = v.physical_offset,
-                                "ledger entry holds a record stamped for another position; skipping it"
-                            );
-                            continue;
-                        }
-                        if let Some(req) = DispatchRequest::from_record(&v, &delays)
-                            && let Err(err) = store.dispatcher().dispatch(&req, true)
-                        {
-                            tracing::error!(index = e.index, error = %err, "dispatch failed; retrying in 1 s");
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                            break;
-                        }
-                    }
-                    Err(err) => {
-                        tracing::error!(index = e.index, error = %err, "ledger entry is not a record; skipping it")
-                    }
-                }
-                next = e.index + 1;
+            let (done, failed) = dispatch_entries(&store, &entries);
+            if done > next {
+                next = done;
                 self.dispatched.send_replace(next);
             }
-            if let Some(last) = entries.last() {
-                next = next.max(last.index + 1);
-                self.dispatched.send_replace(next);
+            if let Some((index, err)) = failed {
+                tracing::error!(index, error = %err, "dispatch of a committed entry failed; retrying it in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
             self.maybe_persist(&store, next, &mut last_persist);
         }
@@ -460,9 +436,124 @@ impl LedgerMode {
     }
 }
 
+/// Dispatches `entries` (consecutive, committed) in order. Returns the
+/// index after the last entry dispatched or passed over, and the entry and
+/// error that stopped the run, if one did. Entries after a failed one are not
+/// touched: the caller retries from the failed one.
+fn dispatch_entries(
+    store: &MessageStore,
+    entries: &[basalt_ledger::LedgerEntry],
+) -> (i64, Option<(i64, basalt_store::StoreError)>) {
+    let mut next = entries.first().map(|e| e.index).unwrap_or(-1);
+    for e in entries {
+        debug_assert_eq!(e.index, next, "ledger entries are consecutive");
+        if e.kind != EntryKind::Noop {
+            match RecordView::parse(&e.body, false) {
+                Ok(v) if v.physical_offset != e.body_pos() => {
+                    tracing::error!(
+                        index = e.index,
+                        pos = e.body_pos(),
+                        record = v.physical_offset,
+                        "ledger entry holds a record stamped for another position; passing over it"
+                    );
+                }
+                Ok(v) => {
+                    if let Err(err) = store.dispatcher().dispatch_record(&v, true) {
+                        return (e.index, Some((e.index, err)));
+                    }
+                }
+                Err(err) => {
+                    tracing::error!(index = e.index, error = %err, "ledger entry is not a record; passing over it")
+                }
+            }
+        }
+        next = e.index + 1;
+    }
+    (next, None)
+}
+
 fn read_progress(p: &Path) -> i64 {
     std::fs::read_to_string(p)
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use basalt_ledger::LedgerEntry;
+
+    /// A committed entry holding a record of `topic`, placed at `pos`.
+    fn entry(index: i64, pos: i64, topic: &str, queue_offset: i64) -> LedgerEntry {
+        let host = "127.0.0.1:10911".parse().unwrap();
+        let draft = RecordDraft {
+            topic,
+            queue_id: 0,
+            flag: 0,
+            sys_flag: 0,
+            born_timestamp: 1_700_000_000_000,
+            born_host: host,
+            store_host: host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: b"body",
+            properties: b"",
+        };
+        let mut body = Vec::new();
+        draft.encode_into(&mut body).unwrap();
+        let phys = pos + basalt_ledger::entry::HEADER_SIZE as i64;
+        record::stamp(&mut body, queue_offset, phys, 1_700_000_000_000);
+        LedgerEntry {
+            index,
+            term: 1,
+            pos,
+            kind: EntryKind::Normal,
+            body: Bytes::from(body),
+        }
+    }
+
+    /// The reported bug: an I/O error on one entry broke out of the batch
+    /// and the whole batch was then counted as dispatched. Now the run stops
+    /// at the failed entry, nothing after it is touched, and a retry from
+    /// there dispatches everything; an unplaceable record is passed over.
+    #[test]
+    fn a_failed_entry_stops_the_run_and_is_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = basalt_store::StoreConfig::for_tests(dir.path());
+        cfg.external_log = true;
+        let store = MessageStore::open(cfg).unwrap();
+        std::fs::create_dir_all(dir.path().join("consumequeue")).unwrap();
+        let blocker = dir.path().join("consumequeue").join("Blocked");
+        std::fs::write(&blocker, b"in the way").unwrap();
+        let entries = vec![
+            entry(10, 0, "A", 0),
+            entry(11, 1000, "a/../b", 0),
+            entry(12, 2000, "A", 1),
+            entry(13, 3000, "Blocked", 0),
+            entry(14, 4000, "A", 2),
+        ];
+        let (next, failed) = dispatch_entries(&store, &entries);
+        assert_eq!(next, 13);
+        assert_eq!(failed.map(|(i, _)| i), Some(13));
+        let a = store.consume_queues().get("A", 0).unwrap();
+        assert_eq!(a.max_offset(), 2, "entries after the failed one wait");
+        assert_eq!(store.dispatcher().unplaceable_records(), 1);
+
+        std::fs::remove_file(&blocker).unwrap();
+        let (next, failed) = dispatch_entries(&store, &entries[3..]);
+        assert!(failed.is_none());
+        assert_eq!(next, 15);
+        assert_eq!(a.max_offset(), 3);
+        assert_eq!(
+            store
+                .consume_queues()
+                .get("Blocked", 0)
+                .unwrap()
+                .max_offset(),
+            1
+        );
+        assert!(!dir.path().join("b").exists());
+        store.shutdown();
+    }
 }

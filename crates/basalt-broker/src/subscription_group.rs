@@ -5,10 +5,12 @@ use std::path::Path;
 
 use basalt_common::time::now_millis;
 use basalt_remoting::protocol::DataVersion;
+use std::sync::Arc;
+
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::config_file::ConfigFile;
+use crate::config_file::{ConfigFile, MetadataWriter};
 
 /// One group's settings (`SubscriptionGroupConfig`, 4.x fields plus the
 /// common 5.x ones), fields in fastjson's alphabetical order.
@@ -86,11 +88,30 @@ pub struct SubscriptionGroupWrapper {
     pub subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
 }
 
-/// Owns the group table.
+/// Why a group was not created.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum GroupCreateError {
+    #[error("{0}")]
+    InvalidName(String),
+    #[error("subscription group [{0}] does not exist")]
+    NotAllowed(String),
+    #[error(
+        "this broker already holds {0} subscription groups, the most it may (maxSubscriptionGroupCount)"
+    )]
+    TooMany(usize),
+    #[error("retryQueueNums must be in 1..={max}, got {count} (maxQueueNumsPerTopic)")]
+    RetryQueueNums { count: i32, max: i32 },
+}
+
+/// Owns the group table (subscriptionGroup.json) and its writer.
+/// Invariant: every group in the table has a valid name and a retry queue
+/// count within the limit, unless it came from the file or the master.
 #[derive(Debug)]
 pub struct SubscriptionGroupManager {
-    file: ConfigFile,
-    inner: RwLock<SubscriptionGroupWrapper>,
+    inner: Arc<RwLock<SubscriptionGroupWrapper>>,
+    writer: MetadataWriter,
+    max_groups: usize,
+    max_queues: i32,
 }
 
 /// Groups every RocketMQ broker knows.
@@ -108,8 +129,14 @@ const SYSTEM_GROUPS: &[&str] = &[
     "CID_RMQ_SYS_TRANS",
 ];
 
+fn render(w: &SubscriptionGroupWrapper) -> String {
+    serde_json::to_string_pretty(w).unwrap_or_default()
+}
+
 impl SubscriptionGroupManager {
-    pub fn load(root: &Path) -> Self {
+    /// Loads subscriptionGroup.json (or its .bak) and adds the system
+    /// groups; writes the file only if that changed it. Blocking.
+    pub fn load(root: &Path, max_groups: usize, max_queues: i32) -> Self {
         let file = ConfigFile::new(root, "subscriptionGroup.json");
         let mut w: SubscriptionGroupWrapper = file
             .load(|t| basalt_remoting::fastjson::from_str(t).map_err(|e| e.to_string()))
@@ -122,12 +149,18 @@ impl SubscriptionGroupManager {
                 .entry(g.to_string())
                 .or_insert_with(|| SubscriptionGroupConfig::new(g));
         }
-        let m = SubscriptionGroupManager {
-            file,
-            inner: RwLock::new(w),
-        };
-        m.persist();
-        m
+        let inner = Arc::new(RwLock::new(w));
+        let table = Arc::clone(&inner);
+        let writer = MetadataWriter::start(file, move || render(&table.read()));
+        if let Err(e) = writer.flush_now() {
+            tracing::error!(error = %e, "cannot write subscriptionGroup.json at start");
+        }
+        SubscriptionGroupManager {
+            inner,
+            writer,
+            max_groups,
+            max_queues,
+        }
     }
 
     pub fn get(&self, group: &str) -> Option<SubscriptionGroupConfig> {
@@ -138,37 +171,74 @@ impl SubscriptionGroupManager {
             .cloned()
     }
 
-    /// The group's settings, created with defaults when `auto_create`.
-    pub fn get_or_create(&self, group: &str, auto_create: bool) -> Option<SubscriptionGroupConfig> {
-        if let Some(g) = self.get(group) {
-            return Some(g);
-        }
-        if !auto_create {
-            return None;
-        }
-        Some(self.update(SubscriptionGroupConfig::new(group)))
+    pub fn len(&self) -> usize {
+        self.inner.read().subscription_group_table.len()
     }
 
-    pub fn update(&self, g: SubscriptionGroupConfig) -> SubscriptionGroupConfig {
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The group's settings, created with defaults when `auto_create`.
+    pub fn get_or_create(
+        &self,
+        group: &str,
+        auto_create: bool,
+    ) -> Result<SubscriptionGroupConfig, GroupCreateError> {
+        if let Some(g) = self.get(group) {
+            return Ok(g);
+        }
+        if !auto_create {
+            return Err(GroupCreateError::NotAllowed(group.to_string()));
+        }
+        self.update(SubscriptionGroupConfig::new(group))
+            .map(|(g, _)| g)
+    }
+
+    /// Creates or replaces a group, within the limits. Returns it and the
+    /// generation of the write that makes the change durable.
+    pub fn update(
+        &self,
+        g: SubscriptionGroupConfig,
+    ) -> Result<(SubscriptionGroupConfig, u64), GroupCreateError> {
+        basalt_common::topic::validate_group(&g.group_name)
+            .map_err(|e| GroupCreateError::InvalidName(e.to_string()))?;
+        if !(1..=self.max_queues).contains(&g.retry_queue_nums) {
+            return Err(GroupCreateError::RetryQueueNums {
+                count: g.retry_queue_nums,
+                max: self.max_queues,
+            });
+        }
         {
             let mut w = self.inner.write();
+            if !w.subscription_group_table.contains_key(&g.group_name)
+                && w.subscription_group_table.len() >= self.max_groups
+            {
+                return Err(GroupCreateError::TooMany(w.subscription_group_table.len()));
+            }
             w.subscription_group_table
                 .insert(g.group_name.clone(), g.clone());
             w.data_version.next_version(now_millis());
         }
-        self.persist();
-        g
+        Ok((g, self.writer.mark_changed()))
+    }
+
+    /// Waits until the write for change `generation` is done.
+    pub async fn persisted(&self, generation: u64) -> Result<(), String> {
+        self.writer.written(generation).await
     }
 
     pub fn delete(&self, group: &str) -> bool {
-        let removed = self
-            .inner
-            .write()
-            .subscription_group_table
-            .remove(group)
-            .is_some();
+        let removed = {
+            let mut w = self.inner.write();
+            let r = w.subscription_group_table.remove(group).is_some();
+            if r {
+                w.data_version.next_version(now_millis());
+            }
+            r
+        };
         if removed {
-            self.persist();
+            self.writer.mark_changed();
         }
         removed
     }
@@ -179,13 +249,48 @@ impl SubscriptionGroupManager {
 
     pub fn replace_all(&self, w: SubscriptionGroupWrapper) {
         *self.inner.write() = w;
-        self.persist();
+        self.writer.mark_changed();
     }
 
-    pub fn persist(&self) {
-        let json = serde_json::to_string_pretty(&*self.inner.read()).unwrap_or_default();
-        if let Err(e) = self.file.save(&json) {
+    /// Writes the table now and stops the writer (shutdown). Blocking.
+    pub fn persist_and_stop(&self) {
+        if let Err(e) = self.writer.flush_now() {
             tracing::error!(error = %e, "cannot persist subscriptionGroup.json");
         }
+        self.writer.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_and_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = SubscriptionGroupManager::load(dir.path(), SYSTEM_GROUPS.len() + 1, 1024);
+        assert!(m.get_or_create("G1", true).is_ok());
+        assert!(matches!(
+            m.get_or_create("G2", true),
+            Err(GroupCreateError::TooMany(_))
+        ));
+        assert!(matches!(
+            m.get_or_create("/../Victim", true),
+            Err(GroupCreateError::InvalidName(_))
+        ));
+        let mut g = SubscriptionGroupConfig::new("G1");
+        g.retry_queue_nums = 2_000_000_000;
+        assert!(matches!(
+            m.update(g),
+            Err(GroupCreateError::RetryQueueNums { .. })
+        ));
+        assert!(matches!(
+            m.get_or_create("G3", false),
+            Err(GroupCreateError::NotAllowed(_))
+        ));
+        m.persist_and_stop();
+        let text =
+            std::fs::read_to_string(dir.path().join("config/subscriptionGroup.json")).unwrap();
+        assert!(text.contains("\"G1\""), "{text}");
     }
 }

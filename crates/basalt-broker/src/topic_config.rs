@@ -2,25 +2,65 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use basalt_common::constants::{perm, topic as reserved};
 use basalt_common::time::now_millis;
 use basalt_remoting::protocol::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 use parking_lot::RwLock;
+use thiserror::Error;
 
 use crate::config::BrokerConfig;
-use crate::config_file::ConfigFile;
+use crate::config_file::{ConfigFile, MetadataWriter};
 
-/// Owns the topic table and its data version; every change bumps the
-/// version and is persisted before it is visible to NameServer registration.
+/// Why a topic was not created.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum TopicCreateError {
+    #[error("{0}")]
+    InvalidName(String),
+    #[error("topic[{0}] not exist, apply first please!")]
+    NotAllowed(String),
+    #[error("this broker already holds {0} topics, the most it may (maxTopicCount)")]
+    TooMany(usize),
+    #[error("a topic's queue count must be in 1..={max}, got {count} (maxQueueNumsPerTopic)")]
+    QueueCount { count: i32, max: i32 },
+}
+
+/// A topic as the table now holds it, and the generation of the
+/// topics.json write that makes its creation durable (`None`: it existed).
+#[derive(Debug, Clone)]
+pub struct TopicChange {
+    pub config: TopicConfig,
+    pub generation: Option<u64>,
+}
+
+/// Limits on what clients may create.
+#[derive(Debug, Clone, Copy)]
+struct TopicLimits {
+    max_topics: usize,
+    max_queues: i32,
+}
+
+/// Owns the topic table and its data version. Every change bumps the version
+/// and is handed to the table's [`MetadataWriter`]; callers that answer a
+/// client about a new topic wait for that write with
+/// [`TopicConfigManager::persisted`]. Invariant: no topic in the table has an
+/// invalid name or more than `maxQueueNumsPerTopic` queues, unless it came
+/// from the file or the master as it is.
 #[derive(Debug)]
 pub struct TopicConfigManager {
-    file: ConfigFile,
-    inner: RwLock<TopicConfigSerializeWrapper>,
+    inner: Arc<RwLock<TopicConfigSerializeWrapper>>,
+    writer: MetadataWriter,
+    limits: TopicLimits,
+}
+
+fn render(w: &TopicConfigSerializeWrapper) -> String {
+    serde_json::to_string_pretty(w).unwrap_or_default()
 }
 
 impl TopicConfigManager {
     /// Loads topics.json (or its .bak) and adds the broker's system topics.
+    /// Writes the file only if that changed it. Blocking.
     pub fn load(root: &Path, cfg: &BrokerConfig) -> Self {
         let file = ConfigFile::new(root, "topics.json");
         let loaded: Option<TopicConfigSerializeWrapper> =
@@ -49,12 +89,20 @@ impl TopicConfigManager {
                 .entry(t.topic_name.clone())
                 .or_insert(t);
         }
-        let m = TopicConfigManager {
-            file,
-            inner: RwLock::new(wrapper),
-        };
-        m.persist();
-        m
+        let inner = Arc::new(RwLock::new(wrapper));
+        let table = Arc::clone(&inner);
+        let writer = MetadataWriter::start(file, move || render(&table.read()));
+        if let Err(e) = writer.flush_now() {
+            tracing::error!(error = %e, "cannot write topics.json at start");
+        }
+        TopicConfigManager {
+            inner,
+            writer,
+            limits: TopicLimits {
+                max_topics: cfg.max_topic_count,
+                max_queues: cfg.max_queue_nums_per_topic,
+            },
+        }
     }
 
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
@@ -63,6 +111,14 @@ impl TopicConfigManager {
 
     pub fn contains(&self, topic: &str) -> bool {
         self.inner.read().topic_config_table.contains_key(topic)
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.read().topic_config_table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// A snapshot of the whole table with its version.
@@ -83,52 +139,91 @@ impl TopicConfigManager {
             .collect()
     }
 
-    /// Creates or replaces a topic. Returns the stored config.
-    pub fn update(&self, t: TopicConfig) -> TopicConfig {
+    /// Waits until the topics.json write for change `generation` is done.
+    pub async fn persisted(&self, generation: u64) -> Result<(), String> {
+        self.writer.written(generation).await
+    }
+
+    fn check_queues(&self, count: i32) -> Result<(), TopicCreateError> {
+        if !(1..=self.limits.max_queues).contains(&count) {
+            return Err(TopicCreateError::QueueCount {
+                count,
+                max: self.limits.max_queues,
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates or replaces a topic, within the limits. Returns the change.
+    pub fn update(&self, t: TopicConfig) -> Result<TopicChange, TopicCreateError> {
+        basalt_common::topic::validate_internal_topic(&t.topic_name)
+            .map_err(|e| TopicCreateError::InvalidName(e.to_string()))?;
+        self.check_queues(t.read_queue_nums)?;
+        self.check_queues(t.write_queue_nums)?;
         {
             let mut w = self.inner.write();
+            if !w.topic_config_table.contains_key(&t.topic_name)
+                && w.topic_config_table.len() >= self.limits.max_topics
+            {
+                return Err(TopicCreateError::TooMany(w.topic_config_table.len()));
+            }
             w.topic_config_table.insert(t.topic_name.clone(), t.clone());
             w.data_version.next_version(now_millis());
         }
-        self.persist();
-        t
+        Ok(TopicChange {
+            config: t,
+            generation: Some(self.writer.mark_changed()),
+        })
     }
 
     /// Creates `topic` from the auto-create template `default_topic` when a
     /// producer sends to a topic that does not exist (RocketMQ's
-    /// `createTopicInSendMessageMethod`). `None` when not allowed.
+    /// `createTopicInSendMessageMethod`).
     pub fn create_on_send(
         &self,
         topic: &str,
         default_topic: &str,
         queue_nums: i32,
         auto_create: bool,
-    ) -> Option<TopicConfig> {
+    ) -> Result<TopicChange, TopicCreateError> {
         if let Some(t) = self.get(topic) {
-            return Some(t);
+            return Ok(TopicChange {
+                config: t,
+                generation: None,
+            });
         }
+        let not_allowed = || TopicCreateError::NotAllowed(topic.to_string());
         if !auto_create {
-            return None;
+            return Err(not_allowed());
         }
-        let template = self.get(default_topic)?;
+        let template = self.get(default_topic).ok_or_else(not_allowed)?;
         if !perm::is_inherited(template.perm) {
-            return None;
+            return Err(not_allowed());
         }
         let queues = queue_nums.clamp(1, template.write_queue_nums.max(1));
-        let mut t = TopicConfig::new(topic, queues);
+        let mut t = TopicConfig::new(topic, queues.min(self.limits.max_queues));
         t.perm = template.perm & !perm::INHERIT;
         t.topic_sys_flag = template.topic_sys_flag;
+        let change = self.update(t)?;
         tracing::info!(topic, queues, "auto-created topic");
-        Some(self.update(t))
+        Ok(change)
     }
 
     /// The retry (or DLQ) topic of a consumer group, created with `queues`
-    /// queues and `perm` if missing.
-    pub fn create_if_missing(&self, topic: &str, queues: i32, perm_bits: i32) -> TopicConfig {
+    /// queues (clamped to the limit) and `perm` if missing.
+    pub fn create_if_missing(
+        &self,
+        topic: &str,
+        queues: i32,
+        perm_bits: i32,
+    ) -> Result<TopicChange, TopicCreateError> {
         if let Some(t) = self.get(topic) {
-            return t;
+            return Ok(TopicChange {
+                config: t,
+                generation: None,
+            });
         }
-        let mut t = TopicConfig::new(topic, queues);
+        let mut t = TopicConfig::new(topic, queues.clamp(1, self.limits.max_queues));
         t.perm = perm_bits;
         self.update(t)
     }
@@ -144,7 +239,7 @@ impl TopicConfigManager {
             r
         };
         if removed {
-            self.persist();
+            self.writer.mark_changed();
         }
         removed
     }
@@ -152,23 +247,29 @@ impl TopicConfigManager {
     /// Replaces the whole table (a slave copying its master).
     pub fn replace_all(&self, wrapper: TopicConfigSerializeWrapper) {
         *self.inner.write() = wrapper;
-        self.persist();
+        self.writer.mark_changed();
     }
 
-    pub fn persist(&self) {
-        let json = {
-            let w = self.inner.read();
-            serde_json::to_string_pretty(&*w).unwrap_or_default()
-        };
-        if let Err(e) = self.file.save(&json) {
+    /// Writes the table now and stops the writer (shutdown). Blocking.
+    pub fn persist_and_stop(&self) {
+        if let Err(e) = self.writer.flush_now() {
             tracing::error!(error = %e, "cannot persist topics.json");
         }
+        self.writer.stop();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
 
     #[test]
     fn system_topics_autocreate_and_reload() {
@@ -178,15 +279,54 @@ mod tests {
         assert!(m.get("TBW102").is_some());
         assert_eq!(m.get(reserved::SCHEDULE_TOPIC).unwrap().read_queue_nums, 18);
         let v0 = m.data_version().counter;
-        let t = m.create_on_send("NewTopic", "TBW102", 4, true).unwrap();
-        assert_eq!(t.write_queue_nums, 4);
-        assert_eq!(t.perm, 6);
+        let ch = m.create_on_send("NewTopic", "TBW102", 4, true).unwrap();
+        assert_eq!(ch.config.write_queue_nums, 4);
+        assert_eq!(ch.config.perm, 6);
+        block_on(m.persisted(ch.generation.unwrap())).unwrap();
         assert!(m.data_version().counter > v0);
-        assert!(m.create_on_send("Other", "TBW102", 4, false).is_none());
+        assert!(matches!(
+            m.create_on_send("Other", "TBW102", 4, false),
+            Err(TopicCreateError::NotAllowed(_))
+        ));
+        m.persist_and_stop();
         drop(m);
         let m = TopicConfigManager::load(dir.path(), &cfg);
         assert_eq!(m.get("NewTopic").unwrap().read_queue_nums, 4);
         assert!(m.delete("NewTopic"));
         assert!(m.get("NewTopic").is_none());
+    }
+
+    #[test]
+    fn limits_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig {
+            max_topic_count: 12,
+            ..BrokerConfig::default()
+        };
+        let m = TopicConfigManager::load(dir.path(), &cfg);
+        // A retry topic asked for with two billion queues gets the limit.
+        let ch = m
+            .create_if_missing("%RETRY%G", 2_000_000_000, perm::READ | perm::WRITE)
+            .unwrap();
+        assert_eq!(ch.config.read_queue_nums, 1024);
+        let mut t = TopicConfig::new("Big", 1);
+        t.write_queue_nums = 1025;
+        assert!(matches!(
+            m.update(t),
+            Err(TopicCreateError::QueueCount { .. })
+        ));
+        assert!(matches!(
+            m.update(TopicConfig::new("../x", 1)),
+            Err(TopicCreateError::InvalidName(_))
+        ));
+        let mut made = 0;
+        let err = loop {
+            match m.create_on_send(&format!("T{made}"), "TBW102", 4, true) {
+                Ok(_) => made += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(err, TopicCreateError::TooMany(12)), "{err:?}");
+        assert_eq!(m.len(), 12);
     }
 }

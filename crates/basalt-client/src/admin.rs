@@ -21,7 +21,7 @@ use serde::Deserialize;
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
 use crate::instance::ClientInstance;
-use crate::message::{MessageExt, MessageQueue};
+use crate::message::{MessageExt, TopicQueue};
 use crate::route::MASTER_ID;
 
 /// Ext field that marks a QUERY_MESSAGE as a lookup by `UNIQ_KEY`.
@@ -30,7 +30,7 @@ const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
 /// One queue's offsets (`TopicOffset`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueStats {
-    pub queue: MessageQueue,
+    pub queue: TopicQueue,
     pub min_offset: i64,
     pub max_offset: i64,
     pub last_update_timestamp: i64,
@@ -39,7 +39,7 @@ pub struct QueueStats {
 /// A consumer group's position in one queue (`OffsetWrapper`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueProgress {
-    pub queue: MessageQueue,
+    pub queue: TopicQueue,
     pub broker_offset: i64,
     pub consumer_offset: i64,
     pub last_timestamp: i64,
@@ -481,17 +481,17 @@ impl Admin {
     }
 
     /// GET_MAX_OFFSET of a queue.
-    pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+    pub async fn max_offset(&self, mq: &TopicQueue) -> Result<i64> {
         self.instance.max_offset(mq).await
     }
 
     /// GET_MIN_OFFSET of a queue.
-    pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
+    pub async fn min_offset(&self, mq: &TopicQueue) -> Result<i64> {
         self.instance.min_offset(mq).await
     }
 
     /// SEARCH_OFFSET_BY_TIMESTAMP of a queue.
-    pub async fn search_offset(&self, mq: &MessageQueue, timestamp_ms: i64) -> Result<i64> {
+    pub async fn search_offset(&self, mq: &TopicQueue, timestamp_ms: i64) -> Result<i64> {
         self.instance.search_offset(mq, timestamp_ms).await
     }
 }

@@ -16,16 +16,12 @@ use basalt_remoting::protocol::{
 
 use crate::error::{ClientError, Result};
 use crate::instance::ClientInstance;
-use crate::message::{MessageExt, MessageQueue};
+use crate::message::{MessageExt, TopicQueue};
 
 impl ClientInstance {
     /// QUERY_CONSUMER_OFFSET at the queue's master: `None` when the broker
     /// has no offset for the group (QUERY_NOT_FOUND).
-    pub async fn query_consumer_offset(
-        &self,
-        group: &str,
-        mq: &MessageQueue,
-    ) -> Result<Option<i64>> {
+    pub async fn query_consumer_offset(&self, group: &str, mq: &TopicQueue) -> Result<Option<i64>> {
         let addr = self.master_or_member_of(mq).await?;
         let header = QueryConsumerOffsetRequestHeader {
             consumer_group: group.to_string(),
@@ -51,7 +47,7 @@ impl ClientInstance {
     pub async fn update_consumer_offset(
         &self,
         group: &str,
-        mq: &MessageQueue,
+        mq: &TopicQueue,
         offset: i64,
         oneway: bool,
     ) -> Result<()> {
@@ -75,7 +71,7 @@ impl ClientInstance {
     }
 
     /// GET_MAX_OFFSET: the queue's next offset to be written.
-    pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+    pub async fn max_offset(&self, mq: &TopicQueue) -> Result<i64> {
         let header = GetMaxOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -88,7 +84,7 @@ impl ClientInstance {
     }
 
     /// GET_MIN_OFFSET: the queue's smallest offset still stored.
-    pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
+    pub async fn min_offset(&self, mq: &TopicQueue) -> Result<i64> {
         let header = GetMinOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -101,7 +97,7 @@ impl ClientInstance {
 
     /// SEARCH_OFFSET_BY_TIMESTAMP (lower boundary): the first offset whose
     /// message was stored at or after `timestamp_ms`.
-    pub async fn search_offset(&self, mq: &MessageQueue, timestamp_ms: i64) -> Result<i64> {
+    pub async fn search_offset(&self, mq: &TopicQueue, timestamp_ms: i64) -> Result<i64> {
         let header = SearchOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -115,7 +111,7 @@ impl ClientInstance {
     }
 
     /// GET_EARLIEST_MSG_STORETIME: store time of the queue's oldest message.
-    pub async fn earliest_msg_store_time(&self, mq: &MessageQueue) -> Result<i64> {
+    pub async fn earliest_msg_store_time(&self, mq: &TopicQueue) -> Result<i64> {
         let header = GetEarliestMsgStoretimeRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -131,11 +127,12 @@ impl ClientInstance {
     /// GET_CONSUMER_LIST_BY_GROUP at a broker of `topic`: the client ids of
     /// the group's live consumers (Java `findConsumerIdList`).
     pub async fn consumer_id_list(&self, topic: &str, group: &str) -> Result<Vec<String>> {
-        let addr = match self.any_broker_of(topic) {
+        let addr = match self.routes().any_broker_of(topic) {
             Some(a) => a,
             None => {
                 self.update_route(topic).await?;
-                self.any_broker_of(topic)
+                self.routes()
+                    .any_broker_of(topic)
                     .ok_or_else(|| ClientError::NoRoute {
                         topic: topic.to_string(),
                     })?
@@ -159,7 +156,7 @@ impl ClientInstance {
     }
 
     /// CONSUMER_SEND_MSG_BACK: asks the broker holding `msg` to put it on the
-    /// group's retry topic (or the DLQ) — spec §2.7.
+    /// group's retry topic (or the DLQ) — docs/protocol.md#send-back.
     pub(crate) async fn consumer_send_msg_back(
         &self,
         addr: &str,
@@ -190,8 +187,8 @@ impl ClientInstance {
         &self,
         addr: &str,
         group: &str,
-        mqs: &[MessageQueue],
-    ) -> Result<BTreeSet<MessageQueue>> {
+        mqs: &[TopicQueue],
+    ) -> Result<BTreeSet<TopicQueue>> {
         let body = LockBatchRequestBody {
             client_id: self.client_id().to_string(),
             consumer_group: group.to_string(),
@@ -217,7 +214,7 @@ impl ClientInstance {
         &self,
         addr: &str,
         group: &str,
-        mqs: &[MessageQueue],
+        mqs: &[TopicQueue],
     ) -> Result<()> {
         let body = UnlockBatchRequestBody {
             client_id: self.client_id().to_string(),
@@ -239,7 +236,7 @@ impl ClientInstance {
     /// address and its successful answer.
     async fn ask_queue_owner(
         &self,
-        mq: &MessageQueue,
+        mq: &TopicQueue,
         code: i32,
         ext: basalt_remoting::command::ExtFields,
     ) -> Result<(String, basalt_remoting::RemotingCommand)> {

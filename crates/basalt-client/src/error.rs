@@ -59,7 +59,7 @@ impl ClientError {
 
     /// Whether a Java producer would resend after this error: connection
     /// failures, and the response codes of `DefaultMQProducer.retryResponseCodes`
-    /// (spec §2.2).
+    /// (docs/protocol.md#response-codes).
     pub fn is_retriable_send(&self) -> bool {
         match self {
             Self::Remoting(_) | Self::BrokerNotFound { .. } => true,

@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::decode::decode_messages;
 use crate::filter::build_subscription;
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 use crate::pull::{PullStatus, RawPull, process};
 use crate::push::offset_store;
 
@@ -21,7 +21,7 @@ pub fn pull_body(data: &[u8]) {
         assert_eq!(host, m.store_host);
         assert_eq!(offset, m.commit_log_offset);
     }
-    let mq = MessageQueue::new("T", "broker", 0);
+    let mq = TopicQueue::new("T", "broker", 0);
     for expr in ["*", "TagA || TagB"] {
         let sub = build_subscription("T", expr).expect("a valid expression");
         let r = process(

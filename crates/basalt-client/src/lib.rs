@@ -1,5 +1,5 @@
 //! Basalt's async RocketMQ client (tokio). It speaks the standard remoting
-//! protocol (spec §1–3), so it works against Basalt and against Apache
+//! protocol (docs/protocol.md), so it works against Basalt and against Apache
 //! RocketMQ brokers alike.
 //!
 //! * [`Producer`] — sync, async, oneway, to-queue and batch sends with
@@ -64,7 +64,7 @@ pub use basalt_remoting::{LanguageCode, SerializeType};
 pub use config::ClientConfig;
 pub use error::{ClientError, Result};
 pub use instance::ClientInstance;
-pub use message::{Message, MessageExt, MessageQueue};
+pub use message::{Message, MessageExt, TopicQueue};
 pub use producer::{Producer, ProducerOptions, SendResult, SendStatus};
 pub use pull::{PullResult, PullStatus};
 pub use pull_consumer::PullConsumer;

@@ -1,5 +1,5 @@
 //! The client's message model: [`Message`] (to send), [`MessageExt`] (received)
-//! and [`MessageQueue`].
+//! and [`TopicQueue`].
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -11,19 +11,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ClientError;
 
-/// One queue of a topic on one broker group.
+/// One queue of a topic on one broker group (Java's `MessageQueue`).
 ///
 /// Ordered as Java's `MessageQueue.compareTo` (topic, broker name, queue id),
-/// which the rebalance allocation depends on. Serialized as fastjson writes
-/// it: `{"brokerName":…,"queueId":…,"topic":…}`.
+/// which the rebalance allocation and every queue-keyed `BTreeMap` of the
+/// client depend on. The wire type `basalt_remoting::protocol::MessageQueue`
+/// has the same fields but orders by broker name first, so the client keeps
+/// its own type and converts at the protocol boundary (`From` both ways).
+/// Serialized as fastjson writes it: `{"brokerName":…,"queueId":…,"topic":…}`.
+#[doc(alias = "MessageQueue")]
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct MessageQueue {
+pub struct TopicQueue {
     pub topic: String,
     pub broker_name: String,
     pub queue_id: i32,
 }
 
-impl MessageQueue {
+impl TopicQueue {
     pub fn new(topic: impl Into<String>, broker_name: impl Into<String>, queue_id: i32) -> Self {
         Self {
             topic: topic.into(),
@@ -33,7 +37,7 @@ impl MessageQueue {
     }
 }
 
-impl fmt::Display for MessageQueue {
+impl fmt::Display for TopicQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -43,7 +47,7 @@ impl fmt::Display for MessageQueue {
     }
 }
 
-impl Serialize for MessageQueue {
+impl Serialize for TopicQueue {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut st = s.serialize_struct("MessageQueue", 3)?;
@@ -54,14 +58,14 @@ impl Serialize for MessageQueue {
     }
 }
 
-impl<'de> Deserialize<'de> for MessageQueue {
+impl<'de> Deserialize<'de> for TopicQueue {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = basalt_remoting::protocol::MessageQueue::deserialize(d)?;
         Ok(w.into())
     }
 }
 
-impl From<basalt_remoting::protocol::MessageQueue> for MessageQueue {
+impl From<basalt_remoting::protocol::MessageQueue> for TopicQueue {
     fn from(m: basalt_remoting::protocol::MessageQueue) -> Self {
         Self {
             topic: m.topic,
@@ -71,8 +75,8 @@ impl From<basalt_remoting::protocol::MessageQueue> for MessageQueue {
     }
 }
 
-impl From<MessageQueue> for basalt_remoting::protocol::MessageQueue {
-    fn from(m: MessageQueue) -> Self {
+impl From<TopicQueue> for basalt_remoting::protocol::MessageQueue {
+    fn from(m: TopicQueue) -> Self {
         Self::new(m.topic, m.broker_name, m.queue_id)
     }
 }
@@ -377,8 +381,8 @@ impl MessageExt {
     }
 
     /// The message queue this message came from.
-    pub fn queue(&self) -> MessageQueue {
-        MessageQueue::new(self.topic.clone(), self.broker_name.clone(), self.queue_id)
+    pub fn queue(&self) -> TopicQueue {
+        TopicQueue::new(self.topic.clone(), self.broker_name.clone(), self.queue_id)
     }
 
     /// A message to send with the same body, flag and properties (used to
@@ -412,10 +416,10 @@ mod tests {
     #[test]
     fn queues_order_like_java() {
         let mut v = [
-            MessageQueue::new("b", "broker-a", 0),
-            MessageQueue::new("a", "broker-b", 0),
-            MessageQueue::new("a", "broker-a", 3),
-            MessageQueue::new("a", "broker-a", 1),
+            TopicQueue::new("b", "broker-a", 0),
+            TopicQueue::new("a", "broker-b", 0),
+            TopicQueue::new("a", "broker-a", 3),
+            TopicQueue::new("a", "broker-a", 1),
         ];
         v.sort();
         let names: Vec<String> = v
@@ -435,10 +439,10 @@ mod tests {
 
     #[test]
     fn queue_json_is_fastjson_shaped() {
-        let mq = MessageQueue::new("T", "broker-a", 2);
+        let mq = TopicQueue::new("T", "broker-a", 2);
         let json = serde_json::to_string(&mq).unwrap();
         assert_eq!(json, r#"{"brokerName":"broker-a","queueId":2,"topic":"T"}"#);
-        let back: MessageQueue = serde_json::from_str(&json).unwrap();
+        let back: TopicQueue = serde_json::from_str(&json).unwrap();
         assert_eq!(back, mq);
     }
 

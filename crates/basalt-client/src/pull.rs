@@ -13,9 +13,9 @@ use bytes::Bytes;
 use crate::error::{ClientError, Result};
 use crate::filter::matches_tags;
 use crate::instance::ClientInstance;
-use crate::message::{MessageExt, MessageQueue, fmt_i64, itoa_buf};
+use crate::message::{MessageExt, TopicQueue, fmt_i64, itoa_buf};
 
-/// `PullSysFlag` bits (spec §2.4).
+/// `PullSysFlag` bits (docs/protocol.md#pull-sys-flags).
 pub mod sys_flag {
     /// Store the request's `commitOffset` for the group.
     pub const COMMIT_OFFSET: i32 = 0x1;
@@ -58,7 +58,7 @@ pub struct PullResult {
 /// Arguments of one PULL_MESSAGE request.
 pub(crate) struct PullArgs<'a> {
     pub group: &'a str,
-    pub mq: &'a MessageQueue,
+    pub mq: &'a TopicQueue,
     pub subscription: &'a SubscriptionData,
     /// Send the expression in the request (SUBSCRIPTION flag).
     pub post_subscription: bool,
@@ -122,7 +122,9 @@ pub(crate) async fn pull(instance: &ClientInstance, args: PullArgs<'_>) -> Resul
     };
     let h = PullMessageResponseHeader::from_ext(&resp.ext_fields)
         .map_err(|e| ClientError::bad_response(&target.addr, e))?;
-    instance.set_pull_from(args.mq, h.suggest_which_broker_id);
+    instance
+        .routes()
+        .set_pull_from(args.mq, h.suggest_which_broker_id);
     let raw = RawPull {
         status,
         next_begin_offset: h.next_begin_offset,
@@ -147,7 +149,7 @@ pub(crate) struct RawPull {
 
 /// Java's `processPullResult`: decode, re-filter by tag, stamp each message
 /// with its queue, broker and the queue's min/max offsets.
-pub(crate) fn process(raw: RawPull, mq: &MessageQueue, sub: &SubscriptionData) -> PullResult {
+pub(crate) fn process(raw: RawPull, mq: &TopicQueue, sub: &SubscriptionData) -> PullResult {
     let mut msgs = Vec::new();
     if raw.status == PullStatus::Found && !raw.body.is_empty() {
         let (decoded, err) = crate::decode::decode_messages(&raw.body);
@@ -223,7 +225,7 @@ mod tests {
 
     #[test]
     fn refilters_by_tag_and_stamps_queue_info() {
-        let mq = MessageQueue::new("T", "broker-b", 5);
+        let mq = TopicQueue::new("T", "broker-b", 5);
         let sub = build_subscription("T", "TagA || TagC").unwrap();
         let r = process(
             raw(&[
@@ -248,7 +250,7 @@ mod tests {
 
     #[test]
     fn star_keeps_untagged_messages_and_delta_shifts_offsets() {
-        let mq = MessageQueue::new("T", "b", 0);
+        let mq = TopicQueue::new("T", "b", 0);
         let sub = build_subscription("T", "*").unwrap();
         let mut rp = raw(&[record(1, None), record(2, Some("X"))]);
         rp.offset_delta = Some(100);
@@ -259,7 +261,7 @@ mod tests {
 
     #[test]
     fn non_found_status_has_no_messages() {
-        let mq = MessageQueue::new("T", "b", 0);
+        let mq = TopicQueue::new("T", "b", 0);
         let sub = build_subscription("T", "*").unwrap();
         let mut rp = raw(&[record(1, None)]);
         rp.status = PullStatus::NoNewMsg;

@@ -13,7 +13,7 @@ use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
 use crate::filter::build_subscription;
 use crate::instance::{ClientInstance, ConsumerInner};
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 use crate::pull::{PullArgs, PullResult, pull, sys_flag};
 use crate::route::subscribe_queues;
 
@@ -121,7 +121,7 @@ impl PullConsumer {
     }
 
     /// The readable queues of `topic`, sorted (`fetchSubscribeMessageQueues`).
-    pub async fn fetch_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+    pub async fn fetch_queues(&self, topic: &str) -> Result<Vec<TopicQueue>> {
         let route = self.inner.instance.fetch_route(topic).await?;
         // Learn the broker addresses too.
         let _ = self.inner.instance.update_route(topic).await;
@@ -138,7 +138,7 @@ impl PullConsumer {
     /// ones (`pull`); `timeout` bounds the request.
     pub async fn pull(
         &self,
-        mq: &MessageQueue,
+        mq: &TopicQueue,
         sub_expression: &str,
         offset: i64,
         max_nums: i32,
@@ -152,7 +152,7 @@ impl PullConsumer {
     /// message arrives (long polling, `pullBlockIfNotFound`).
     pub async fn pull_blocking(
         &self,
-        mq: &MessageQueue,
+        mq: &TopicQueue,
         sub_expression: &str,
         offset: i64,
         max_nums: i32,
@@ -172,7 +172,7 @@ impl PullConsumer {
 
     async fn pull_impl(
         &self,
-        mq: &MessageQueue,
+        mq: &TopicQueue,
         sub_expression: &str,
         offset: i64,
         max_nums: i32,
@@ -216,7 +216,7 @@ impl PullConsumer {
     }
 
     /// The group's committed offset of `mq`; `None` if the broker has none.
-    pub async fn query_offset(&self, mq: &MessageQueue) -> Result<Option<i64>> {
+    pub async fn query_offset(&self, mq: &TopicQueue) -> Result<Option<i64>> {
         self.inner
             .instance
             .query_consumer_offset(&self.inner.group, mq)
@@ -224,23 +224,23 @@ impl PullConsumer {
     }
 
     /// Commits `offset` (the next offset to consume) for `mq` at its master.
-    pub async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+    pub async fn update_offset(&self, mq: &TopicQueue, offset: i64) -> Result<()> {
         self.inner
             .instance
             .update_consumer_offset(&self.inner.group, mq, offset, false)
             .await
     }
 
-    pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
+    pub async fn min_offset(&self, mq: &TopicQueue) -> Result<i64> {
         self.inner.instance.min_offset(mq).await
     }
 
-    pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+    pub async fn max_offset(&self, mq: &TopicQueue) -> Result<i64> {
         self.inner.instance.max_offset(mq).await
     }
 
     /// The first offset stored at or after `timestamp_ms`.
-    pub async fn search_offset(&self, mq: &MessageQueue, timestamp_ms: i64) -> Result<i64> {
+    pub async fn search_offset(&self, mq: &TopicQueue, timestamp_ms: i64) -> Result<i64> {
         self.inner.instance.search_offset(mq, timestamp_ms).await
     }
 }
@@ -265,7 +265,7 @@ impl ConsumerInner for PullInner {
         Vec::new()
     }
 
-    fn update_subscribe_info(&self, _topic: &str, _queues: &BTreeSet<MessageQueue>) -> bool {
+    fn update_subscribe_info(&self, _topic: &str, _queues: &BTreeSet<TopicQueue>) -> bool {
         false
     }
 
@@ -284,7 +284,7 @@ impl ConsumerInner for PullInner {
     fn reset_offsets(
         self: Arc<Self>,
         _topic: String,
-        _offsets: BTreeMap<MessageQueue, i64>,
+        _offsets: BTreeMap<TopicQueue, i64>,
     ) -> BoxFuture<'static, ()> {
         // The application tracks a pull consumer's offsets itself.
         Box::pin(async {})

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use basalt_common::constants::perm;
 use basalt_remoting::protocol::TopicRouteData;
 
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 
 /// Broker id of a master in `BrokerData.brokerAddrs`.
 pub const MASTER_ID: i64 = 0;
@@ -15,7 +15,7 @@ pub const MASTER_ID: i64 = 0;
 /// One writable queue and the master that serves it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PublishQueue {
-    pub mq: MessageQueue,
+    pub mq: TopicQueue,
     pub addr: String,
 }
 
@@ -54,7 +54,7 @@ impl TopicPublishInfo {
                     let Some(addr) = master(name) else { continue };
                     for q in 0..nums {
                         queues.push(PublishQueue {
-                            mq: MessageQueue::new(topic, name, q),
+                            mq: TopicQueue::new(topic, name, q),
                             addr: addr.clone(),
                         });
                     }
@@ -72,7 +72,7 @@ impl TopicPublishInfo {
                     };
                     for q in 0..qd.write_queue_nums.max(0) {
                         queues.push(PublishQueue {
-                            mq: MessageQueue::new(topic, qd.broker_name.clone(), q),
+                            mq: TopicQueue::new(topic, qd.broker_name.clone(), q),
                             addr: addr.clone(),
                         });
                     }
@@ -124,12 +124,12 @@ impl TopicPublishInfo {
 
 /// Java's `topicRouteData2TopicSubscribeInfo`: every queue of every readable
 /// QueueData.
-pub(crate) fn subscribe_queues(topic: &str, route: &TopicRouteData) -> BTreeSet<MessageQueue> {
+pub(crate) fn subscribe_queues(topic: &str, route: &TopicRouteData) -> BTreeSet<TopicQueue> {
     let mut set = BTreeSet::new();
     for qd in &route.queue_datas {
         if perm::is_readable(qd.perm) {
             for q in 0..qd.read_queue_nums.max(0) {
-                set.insert(MessageQueue::new(topic, qd.broker_name.clone(), q));
+                set.insert(TopicQueue::new(topic, qd.broker_name.clone(), q));
             }
         }
     }
@@ -243,6 +243,6 @@ mod tests {
     fn subscribe_queues_are_the_readable_ones() {
         let set = subscribe_queues("T", &route());
         assert_eq!(set.len(), 2 + 3 + 2 + 1);
-        assert!(set.contains(&MessageQueue::new("T", "broker-d", 0)));
+        assert!(set.contains(&TopicQueue::new("T", "broker-d", 0)));
     }
 }

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use basalt_client::{Admin, ClientConfig, ClientError, MessageQueue, TopicConfig};
+use basalt_client::{Admin, ClientConfig, ClientError, TopicConfig, TopicQueue};
 use basalt_remoting::code::request;
 use common::*;
 
@@ -116,7 +116,7 @@ async fn topics_clusters_stats_and_message_lookup() {
     ));
 
     // Offsets of one queue.
-    let mq = MessageQueue::new("TA", "broker-a", 1);
+    let mq = TopicQueue::new("TA", "broker-a", 1);
     assert_eq!(admin.max_offset(&mq).await.unwrap(), 2);
     assert_eq!(admin.min_offset(&mq).await.unwrap(), 0);
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use basalt_client::{
     AsyncMessageListener, ClientConfig, ConsumeContext, ConsumeFromWhere, ConsumeStatus, Message,
-    MessageExt, MessageModel, MessageQueue, Producer, PushConsumer, PushOptions,
+    MessageExt, MessageModel, Producer, PushConsumer, PushOptions, TopicQueue,
 };
 use basalt_remoting::code::request;
 use basalt_remoting::transport::BoxFuture;
@@ -99,7 +99,7 @@ async fn consumes_from_first_offset_and_heartbeats_its_subscriptions() {
         .chain((0..3).map(|o| (1, o)))
         .collect();
     assert_eq!(got, want);
-    let held: BTreeSet<MessageQueue> = c
+    let held: BTreeSet<TopicQueue> = c
         .assigned_queues()
         .into_iter()
         .filter(|m| m.topic == "TC")
@@ -107,8 +107,8 @@ async fn consumes_from_first_offset_and_heartbeats_its_subscriptions() {
     assert_eq!(
         held,
         BTreeSet::from([
-            MessageQueue::new("TC", "broker-a", 0),
-            MessageQueue::new("TC", "broker-a", 1)
+            TopicQueue::new("TC", "broker-a", 0),
+            TopicQueue::new("TC", "broker-a", 1)
         ])
     );
 
@@ -389,7 +389,7 @@ async fn committed_offset_is_the_smallest_in_flight() {
     });
     c.start().await.unwrap();
     wait_until("all but offset 1 consumed", || seen.lock().len() == 5).await;
-    let mq = MessageQueue::new("TM", "broker-a", 0);
+    let mq = TopicQueue::new("TM", "broker-a", 0);
     // 0 and 2..5 are done, 1 is still in flight: committing must not pass it.
     assert_eq!(c.committed_offset(&mq), Some(1));
     c.persist_offsets().await;
@@ -490,7 +490,7 @@ async fn failed_messages_come_back_through_the_retry_topic() {
     assert_eq!((retried.0.as_str(), retried.3), ("TF", 1));
     // The failed message left the original queue: its offset moved on.
     wait_until("offset 2 on TF", || {
-        c.committed_offset(&MessageQueue::new("TF", "broker-a", 0)) == Some(2)
+        c.committed_offset(&TopicQueue::new("TF", "broker-a", 0)) == Some(2)
     })
     .await;
 
@@ -598,7 +598,7 @@ async fn orderly_consumption_keeps_queue_order_and_retries_in_place() {
     assert!(b.count(request::LOCK_BATCH_MQ) >= 2);
     assert_eq!(b.count(request::CONSUMER_SEND_MSG_BACK), 0);
     wait_until("offset 8 on queue 0", || {
-        c.committed_offset(&MessageQueue::new("TQ", "broker-a", 0)) == Some(8)
+        c.committed_offset(&TopicQueue::new("TQ", "broker-a", 0)) == Some(8)
     })
     .await;
     c.shutdown().await;
@@ -720,7 +720,7 @@ async fn broker_initiated_offset_reset_rewinds_held_queues() {
     let seen = collecting(&c);
     c.start().await.unwrap();
     wait_until("5 consumed", || seen.lock().len() == 5).await;
-    let mq = MessageQueue::new("TRS", "broker-a", 0);
+    let mq = TopicQueue::new("TRS", "broker-a", 0);
     wait_until("offset 5", || c.committed_offset(&mq) == Some(5)).await;
 
     // An admin resets the group to offset 2: the broker tells the consumer.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use basalt_broker::{BrokerConfig, BrokerHandle};
 use basalt_client::{
-    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, MessageQueue, Producer,
-    PullConsumer, PullStatus, PushConsumer, PushOptions, SendStatus, TopicConfig,
+    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, PullConsumer,
+    PullStatus, PushConsumer, PushOptions, SendStatus, TopicConfig, TopicQueue,
 };
 use basalt_namesrv::{NameServer, NameServerHandle, NamesrvConfig};
 use parking_lot::Mutex;
@@ -342,8 +342,8 @@ async fn two_consumers_share_the_queues_through_broker_notifications() {
                 == 2
     })
     .await;
-    let q0: BTreeSet<MessageQueue> = consumers[0].assigned_queues();
-    let q1: BTreeSet<MessageQueue> = consumers[1].assigned_queues();
+    let q0: BTreeSet<TopicQueue> = consumers[0].assigned_queues();
+    let q1: BTreeSet<TopicQueue> = consumers[1].assigned_queues();
     assert!(
         q0.iter()
             .filter(|m| m.topic == "SHARE")
@@ -388,7 +388,7 @@ async fn orderly_consumer_locks_queues_on_the_broker() {
     p.start().await.unwrap();
     let mut sent = 0;
     while sent < 20 {
-        let mq = MessageQueue::new(
+        let mq = TopicQueue::new(
             "ORD",
             cluster.broker.broker().config.broker_name.clone(),
             sent % 2,

@@ -6,8 +6,8 @@ mod common;
 use std::time::Duration;
 
 use basalt_client::{
-    ClientConfig, ClientError, Message, MessageQueue, Producer, ProducerOptions, PullConsumer,
-    PullStatus, SendStatus,
+    ClientConfig, ClientError, Message, Producer, ProducerOptions, PullConsumer, PullStatus,
+    SendStatus, TopicQueue,
 };
 use basalt_common::batch;
 use basalt_remoting::code::{request, response};
@@ -72,7 +72,7 @@ async fn send_v2_header_fields_and_body() {
     assert_eq!(get("n"), "broker-a");
     assert_eq!(&req.body[..], b"hello");
 
-    assert_eq!(r.queue, MessageQueue::new("T1", "broker-a", queue_id));
+    assert_eq!(r.queue, TopicQueue::new("T1", "broker-a", queue_id));
     assert_eq!(r.queue_offset, 0);
     assert_eq!(
         r.offset_msg_id,
@@ -284,11 +284,11 @@ async fn send_to_oneway_async_v1_and_compression() {
     let p = Producer::new("PG", config(&ns_addr));
     p.start().await.unwrap();
 
-    let mq = MessageQueue::new("T3", "broker-a", 2);
+    let mq = TopicQueue::new("T3", "broker-a", 2);
     let r = p.send_to(&Message::new("T3", "to-2"), &mq).await.unwrap();
     assert_eq!(r.queue, mq);
     assert_eq!(b.messages("T3", 2).len(), 1);
-    let wrong = MessageQueue::new("Other", "broker-a", 0);
+    let wrong = TopicQueue::new("Other", "broker-a", 0);
     assert!(p.send_to(&Message::new("T3", "x"), &wrong).await.is_err());
 
     p.send_oneway(&Message::new("T3", "oneway")).await.unwrap();
@@ -309,7 +309,7 @@ async fn send_to_oneway_async_v1_and_compression() {
     let r = p
         .send_to(
             &Message::new("T3", big.clone()),
-            &MessageQueue::new("T3", "broker-a", 3),
+            &TopicQueue::new("T3", "broker-a", 3),
         )
         .await
         .unwrap();
@@ -366,7 +366,7 @@ async fn pull_consumer_decodes_filters_and_tracks_offsets() {
     let c = PullConsumer::new("PULLG", config(&ns_addr));
     assert!(matches!(
         c.pull(
-            &MessageQueue::new("TP", "broker-a", 0),
+            &TopicQueue::new("TP", "broker-a", 0),
             "*",
             0,
             1,
@@ -380,8 +380,8 @@ async fn pull_consumer_decodes_filters_and_tracks_offsets() {
     assert_eq!(
         queues,
         [
-            MessageQueue::new("TP", "broker-a", 0),
-            MessageQueue::new("TP", "broker-a", 1)
+            TopicQueue::new("TP", "broker-a", 0),
+            TopicQueue::new("TP", "broker-a", 1)
         ]
     );
     let mq = &queues[0];

@@ -1,4 +1,5 @@
-//! The batch body of `SEND_BATCH_MESSAGE` (spec §2.3, `MessageDecoder.encodeMessages`):
+//! The batch body of `SEND_BATCH_MESSAGE` (docs/protocol.md#batch-body;
+//! RocketMQ's `MessageDecoder.encodeMessages`):
 //!
 //! ```text
 //! TOTALSIZE i32 | MAGICCODE i32 (0) | BODYCRC i32 (0) | FLAG i32 | BODYLEN i32 | BODY

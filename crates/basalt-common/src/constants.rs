@@ -1,4 +1,5 @@
-//! Well-known property keys, reserved topics and permission bits (spec §3.2, §2.10).
+//! Well-known property keys, reserved topics and permission bits
+//! (docs/protocol.md#well-known-properties, docs/protocol.md#permissions).
 
 /// Property keys RocketMQ clients and brokers give meaning to.
 pub mod property {
@@ -44,6 +45,10 @@ pub mod topic {
     pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
     pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
     pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+    pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
+    pub const SCHEDULE_TOPIC_V2: &str = "SCHEDULE_TOPIC_XXXX_V2";
+    /// Topics whose names start with this are the system's.
+    pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
     pub const RETRY_GROUP_PREFIX: &str = "%RETRY%";
     pub const DLQ_GROUP_PREFIX: &str = "%DLQ%";
 }

@@ -1,7 +1,7 @@
 //! The Basalt message model and the RocketMQ byte formats every other crate shares.
 //!
 //! Everything here is pure: no I/O, no clocks other than [`time::now_millis`].
-//! The formats follow `shared/spec/rocketmq-protocol.md` §3–4:
+//! The formats are described in `docs/protocol.md` and `docs/storage-format.md`:
 //!
 //! * [`record`] — the stored CommitLog record (V1 and V2 magic, IPv4/IPv6 hosts),
 //!   encoded once by the store and sent unchanged in pull responses;

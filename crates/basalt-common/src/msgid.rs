@@ -1,4 +1,4 @@
-//! Message ids (spec §4.4 and §3.2).
+//! Message ids (docs/protocol.md#message-ids).
 //!
 //! * The **offset msgId** is `HEX(store IP ‖ store port i32 ‖ physical offset i64)`:
 //!   32 hex digits for IPv4, 56 for IPv6. It locates a record without an index.

@@ -1,4 +1,5 @@
-//! The RocketMQ property string: `name 0x01 value 0x02` repeated (spec §3.1).
+//! The RocketMQ property string: `name 0x01 value 0x02` repeated
+//! (docs/protocol.md#message-properties).
 //!
 //! The broker mostly handles properties as the encoded bytes it received: it
 //! looks up a few keys ([`find`]) and appends its own ([`append`]) without

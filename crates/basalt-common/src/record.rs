@@ -1,4 +1,5 @@
-//! The stored CommitLog record (spec §4.1) — byte-compatible with RocketMQ.
+//! The stored CommitLog record (docs/storage-format.md#commitlog-record)
+//! — byte-compatible with RocketMQ.
 //!
 //! ```text
 //!  0 TOTALSIZE i32 | 4 MAGICCODE i32 | 8 BODYCRC i32 | 12 QUEUEID i32 | 16 FLAG i32
@@ -110,7 +111,7 @@ pub struct RecordDraft<'a> {
     pub reconsume_times: i32,
     pub prepared_transaction_offset: i64,
     pub body: &'a [u8],
-    /// Encoded property string (spec §3.1).
+    /// Encoded property string (docs/protocol.md#message-properties).
     pub properties: &'a [u8],
 }
 

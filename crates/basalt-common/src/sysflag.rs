@@ -1,4 +1,4 @@
-//! `MessageSysFlag` bits: the int stored as SYSFLAG in every record (spec §3.3).
+//! `MessageSysFlag` bits: the int stored as SYSFLAG in every record (docs/protocol.md#sys-flags).
 
 pub const COMPRESSED: i32 = 0x1;
 pub const MULTI_TAGS: i32 = 0x2;

@@ -1,4 +1,5 @@
-//! The DLedger entry layout (spec §6.2): a 48-byte header followed by the body, the
+//! The DLedger entry layout (docs/ledger-protocol.md#entry-layout): a 48-byte
+//! header followed by the body, the
 //! end-of-file blank, the 32-byte index unit, and the rule that places an entry in the
 //! data file list.
 //!

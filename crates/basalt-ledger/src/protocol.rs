@@ -1,7 +1,8 @@
 //! The messages DLedger peers exchange, as typed Rust values.
 //!
 //! These are what the I/O-free core consumes and produces. The TCP transport maps
-//! them to DLedger's remoting codes and JSON bodies (spec §6.2, [`crate::wire`]);
+//! them to DLedger's remoting codes and JSON bodies ([`crate::wire`],
+//! docs/ledger-protocol.md#rpcs);
 //! the simulator passes them around as they are.
 //!
 //! Requests and responses are matched by a [`RequestId`]: the sender's core picks it

@@ -1,4 +1,4 @@
-//! DLedger's RPC bodies as JSON (spec §6.2), carried in remoting frames.
+//! DLedger's RPC bodies as JSON (docs/ledger-protocol.md#rpc-bodies), carried in remoting frames.
 //!
 //! | code  | request              | body                                   |
 //! |-------|----------------------|----------------------------------------|

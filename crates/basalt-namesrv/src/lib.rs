@@ -1,5 +1,5 @@
 //! The Basalt NameServer: brokers register their topics here, clients look
-//! up routes (spec §2.10).
+//! up routes (docs/protocol.md#nameserver).
 //!
 //! * [`RouteInfoManager`] — the route tables as pure logic (time is passed in);
 //! * [`NamesrvProcessor`] — the request handlers over the remoting protocol;

@@ -1,4 +1,4 @@
-//! [`NamesrvProcessor`]: the NameServer's request handling (spec §2.10).
+//! [`NamesrvProcessor`]: the NameServer's request handling (docs/protocol.md#nameserver).
 
 use std::collections::HashMap;
 

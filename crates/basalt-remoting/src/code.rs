@@ -1,4 +1,5 @@
-//! Request and response codes (spec §2.1–2.2, `RequestCode` / `ResponseCode`).
+//! Request and response codes (docs/protocol.md#request-codes,
+//! docs/protocol.md#response-codes; `RequestCode` / `ResponseCode`).
 
 /// Request codes. Values are those of RocketMQ's `RequestCode`.
 pub mod request {
@@ -121,7 +122,7 @@ pub mod response {
     pub const GO_AWAY: i32 = 1500;
 }
 
-/// `MQVersion.Version` ordinals the protocol branches on (spec §0).
+/// `MQVersion.Version` ordinals the protocol branches on (docs/protocol.md#conventions).
 pub mod version {
     /// rocketmq-client-go always reports this.
     pub const V4_5_2: i32 = 317;

@@ -1,4 +1,5 @@
-//! The remoting frame (spec §1.1) and both header serializations (§1.2, §1.4).
+//! The remoting frame (docs/protocol.md#frame) and both header serializations
+//! (docs/protocol.md#json-header, docs/protocol.md#binary-header).
 //!
 //! ```text
 //! [length i32 = 4 + headerLen + bodyLen][serializeType u8 | headerLen u24][header][body]
@@ -217,7 +218,7 @@ pub fn decode_frame(frame: Bytes) -> Result<RemotingCommand, DecodeError> {
     Ok(cmd)
 }
 
-/// Decodes a ROCKETMQ binary header (spec §1.4).
+/// Decodes a ROCKETMQ binary header (docs/protocol.md#binary-header).
 pub fn decode_binary_header(mut h: &[u8]) -> Result<RemotingCommand, DecodeError> {
     if h.len() < BINARY_FIXED_LEN - 4 {
         return Err(DecodeError::Binary("fixed part truncated"));
@@ -287,7 +288,7 @@ pub fn decode_binary_header(mut h: &[u8]) -> Result<RemotingCommand, DecodeError
     })
 }
 
-/// Decodes a JSON header leniently (spec §1.6): null equals absent, scalar ext
+/// Decodes a JSON header leniently (docs/protocol.md#json-header): null equals absent, scalar ext
 /// values become strings, unknown keys are ignored, an unknown language is
 /// `OTHER`, numeric fields may arrive as numeric strings. Missing numeric
 /// fields default to 0, as fastjson leaves them.

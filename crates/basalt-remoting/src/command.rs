@@ -1,4 +1,4 @@
-//! [`RemotingCommand`]: one request or response of the remoting protocol (spec §1.2–1.3),
+//! [`RemotingCommand`]: one remoting request or response (docs/protocol.md#commands),
 //! with its ext fields and the typed getters header parsing builds on.
 
 use std::fmt;
@@ -12,7 +12,8 @@ pub const FLAG_RESPONSE: i32 = 0x1;
 /// Bit 1 of `flag`: the request expects no reply.
 pub const FLAG_ONEWAY: i32 = 0x2;
 
-/// The client language a command claims to come from (`LanguageCode`, spec §1.2).
+/// The client language a command claims to come from (`LanguageCode`,
+/// docs/protocol.md#json-header).
 ///
 /// The JSON header carries the name, the binary header the number. Names and
 /// numbers Basalt does not know decode as [`LanguageCode::Other`].
@@ -99,7 +100,7 @@ pub enum SerializeType {
     /// fastjson-compatible JSON text (type byte 0).
     #[default]
     Json,
-    /// RocketMQ's binary layout (type byte 1, spec §1.4).
+    /// RocketMQ's binary layout (type byte 1, docs/protocol.md#binary-header).
     Rocketmq,
 }
 
@@ -360,7 +361,7 @@ pub(crate) fn truncate_for_error(v: &str) -> String {
     format!("{}…", &v[..end])
 }
 
-/// One remoting command: a request, or a response to one (spec §1.2).
+/// One remoting command: a request, or a response to one (docs/protocol.md#commands).
 ///
 /// `opaque` matches a response to its request; `flag` carries the response
 /// and oneway bits. The body is opaque bytes, shared not copied (a pull

@@ -1,4 +1,4 @@
-//! fastjson 1.x compatibility (spec §1.6).
+//! fastjson 1.x compatibility (docs/protocol.md#fastjson-quirks).
 //!
 //! Reading: [`normalize`] rewrites fastjson's non-standard object keys into
 //! standard JSON before serde sees them — bare keys (`{0:"a"}` → `{"0":"a"}`)

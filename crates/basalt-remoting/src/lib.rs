@@ -1,4 +1,4 @@
-//! RocketMQ's remoting protocol for Basalt (spec §1–2): frames, commands,
+//! RocketMQ's remoting protocol for Basalt (docs/protocol.md): frames, commands,
 //! codes, typed headers, JSON bodies, and a tokio transport.
 //!
 //! * [`command`] — [`RemotingCommand`], [`ExtFields`], [`LanguageCode`];

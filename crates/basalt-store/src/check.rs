@@ -100,6 +100,9 @@ pub struct CheckReport {
     /// Units that do not match the record they point at (first 20 shown).
     pub consume_queue_errors: Vec<String>,
     pub consume_queue_error_count: u64,
+    /// Valid records that no ConsumeQueue can hold (offset, reason): the
+    /// broker passes over them. Not corruption, but worth a look.
+    pub unplaceable: Vec<(i64, String)>,
 }
 
 impl CheckReport {
@@ -136,6 +139,16 @@ impl fmt::Display for CheckReport {
         )?;
         for e in &self.consume_queue_errors {
             writeln!(f, "  {e}")?;
+        }
+        if !self.unplaceable.is_empty() {
+            writeln!(
+                f,
+                "unplaceable {} records no queue can hold (passed over by dispatch):",
+                self.unplaceable.len()
+            )?;
+            for (off, why) in self.unplaceable.iter().take(20) {
+                writeln!(f, "  offset {off}: {why}")?;
+            }
         }
         for e in &self.layout_errors {
             writeln!(f, "layout error: {e}")?;
@@ -212,6 +225,12 @@ pub fn check_store(root: &Path, file_size: Option<usize>) -> Result<CheckReport>
             t.bytes += v.total_size() as u64;
             t.queues.insert(v.queue_id);
             r.end_offset = v.physical_offset + v.total_size() as i64;
+            if basalt_common::sysflag::is_consumable(v.sys_flag)
+                && let Err(why) =
+                    crate::dispatch::DispatchRequest::from_record(v, &Default::default())
+            {
+                r.unplaceable.push((v.physical_offset, why.to_string()));
+            }
             Ok(())
         })?;
         let (pos, reason) = match stop {

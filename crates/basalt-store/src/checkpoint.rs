@@ -1,4 +1,4 @@
-//! StoreCheckpoint (spec §5.3): the store times up to which the CommitLog,
+//! StoreCheckpoint (docs/storage-format.md#checkpoint): the store times up to which the CommitLog,
 //! the ConsumeQueues and the index are known to be on disk.
 //!
 //! The file is RocketMQ's 4096-byte layout (five i64 at offsets 0..40, rest

@@ -1,4 +1,5 @@
-//! The CommitLog: one append-only log of records for every topic (spec §4).
+//! The CommitLog: one append-only log of records for every topic
+//! (docs/storage-format.md#commitlog-files).
 //!
 //! Appends go through one lock (the "put lock") whose critical section is
 //! only: pick the file, reserve the queue offset, copy the pre-encoded bytes,

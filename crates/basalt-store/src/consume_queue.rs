@@ -1,4 +1,5 @@
-//! ConsumeQueue: the per topic-queue index into the CommitLog (spec §5.1).
+//! ConsumeQueue: the per topic-queue index into the CommitLog
+//! (docs/storage-format.md#consumequeue).
 //!
 //! Unit *n* (20 bytes: `[physical offset i64][size i32][tags code i64]`) sits at
 //! logical byte offset `n * 20`; files hold a fixed number of units and are
@@ -17,6 +18,7 @@ use parking_lot::RwLock;
 use crate::error::{Result, StoreError};
 use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::MappedFileQueue;
+use crate::names::{check_queue_address, is_plain_file_name};
 
 /// Bytes per ConsumeQueue unit.
 pub const UNIT_SIZE: usize = 20;
@@ -470,13 +472,18 @@ impl ConsumeQueueTable {
         self.queues.read().get(topic)?.get(&queue_id).cloned()
     }
 
-    /// The queue, created empty if it does not exist yet.
-    pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Arc<ConsumeQueue> {
+    /// The queue, created empty if it does not exist yet. Refuses an address
+    /// that cannot name a queue directory (see [`crate::names`]).
+    pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>> {
         if let Some(q) = self.get(topic, queue_id) {
-            return q;
+            return Ok(q);
         }
+        check_queue_address(topic, queue_id).map_err(|e| StoreError::Layout {
+            path: self.root.clone(),
+            reason: e.to_string(),
+        })?;
         let mut w = self.queues.write();
-        Arc::clone(
+        Ok(Arc::clone(
             w.entry(topic.to_string())
                 .or_default()
                 .entry(queue_id)
@@ -488,7 +495,7 @@ impl ConsumeQueueTable {
                         self.file_size,
                     ))
                 }),
-        )
+        ))
     }
 
     /// Every queue (snapshot).
@@ -516,8 +523,15 @@ impl ConsumeQueueTable {
         self.queues.read().keys().cloned().collect()
     }
 
-    /// Removes a topic's queues and files.
+    /// Removes a topic's queues and files. Only a topic that is one plain
+    /// file name is removed: nothing outside the queue root is ever touched.
     pub fn remove_topic(&self, topic: &str) -> Result<()> {
+        if !is_plain_file_name(topic) {
+            return Err(StoreError::Layout {
+                path: self.root.clone(),
+                reason: format!("refusing to remove {topic:?}: not one plain file name"),
+            });
+        }
         let removed = self.queues.write().remove(topic);
         if let Some(qs) = removed {
             for q in qs.values() {

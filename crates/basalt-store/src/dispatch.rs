@@ -7,7 +7,7 @@
 //! (normally the readable end; in ledger mode the committed end).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ use crate::commit_log::CommitLog;
 use crate::consume_queue::{ConsumeQueueTable, CqUnit};
 use crate::error::Result;
 use crate::index::{IndexRequest, IndexService};
+use crate::names::{Unplaceable, check_queue_address};
 
 /// What dispatch needs from one record.
 #[derive(Debug, Clone, Copy)]
@@ -84,10 +85,11 @@ impl DelayLevels {
 }
 
 impl<'a> DispatchRequest<'a> {
-    /// Builds the request from a parsed record. Returns `None` for a record
-    /// whose topic is not UTF-8 (it cannot be addressed by consumers).
-    pub fn from_record(view: &RecordView<'a>, delays: &DelayLevels) -> Option<Self> {
-        let topic = std::str::from_utf8(view.topic).ok()?;
+    /// Builds the request from a parsed record, or says why the record
+    /// cannot be placed in a ConsumeQueue (see [`crate::names`]).
+    pub fn from_record(view: &RecordView<'a>, delays: &DelayLevels) -> Result<Self, Unplaceable> {
+        let topic = std::str::from_utf8(view.topic).map_err(|_| Unplaceable::TopicNotUtf8)?;
+        check_queue_address(topic, view.queue_id)?;
         let mut tags = None;
         let mut keys = None;
         let mut uniq = None;
@@ -111,7 +113,7 @@ impl<'a> DispatchRequest<'a> {
         } else {
             hash::tags_code(tags)
         };
-        Some(DispatchRequest {
+        Ok(DispatchRequest {
             topic,
             queue_id: view.queue_id,
             commit_log_offset: view.physical_offset,
@@ -141,6 +143,8 @@ pub struct Dispatcher {
     listener: RwLock<Option<Arc<dyn ArrivalListener>>>,
     /// Store time of the last record dispatched.
     last_store_timestamp: AtomicI64,
+    /// Records passed over because they cannot be placed (see [`crate::names`]).
+    unplaceable: AtomicU64,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -161,6 +165,41 @@ impl Dispatcher {
             delays,
             listener: RwLock::new(None),
             last_store_timestamp: AtomicI64::new(0),
+            unplaceable: AtomicU64::new(0),
+        }
+    }
+
+    /// The delay levels delayed records are scheduled by.
+    pub fn delays(&self) -> &DelayLevels {
+        &self.delays
+    }
+
+    /// Records passed over since the store opened because they cannot be
+    /// placed in a ConsumeQueue.
+    pub fn unplaceable_records(&self) -> u64 {
+        self.unplaceable.load(Ordering::Relaxed)
+    }
+
+    /// Dispatches one stored record. A record that cannot be placed (a topic
+    /// that is no file name, a queue id out of range) is reported and passed
+    /// over, as RocketMQ passes over a record it cannot build a dispatch
+    /// request for: it stays in the CommitLog, `basalt store check` lists it,
+    /// and every other record is still dispatched. Errors are I/O errors
+    /// (the caller retries the same record; nothing is skipped).
+    pub fn dispatch_record(&self, view: &RecordView<'_>, notify: bool) -> Result<()> {
+        match DispatchRequest::from_record(view, &self.delays) {
+            Ok(req) => self.dispatch(&req, notify),
+            Err(why) => {
+                self.unplaceable.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    offset = view.physical_offset,
+                    topic = %String::from_utf8_lossy(view.topic),
+                    queue = view.queue_id,
+                    reason = %why,
+                    "record cannot be placed in a ConsumeQueue; passing over it"
+                );
+                Ok(())
+            }
         }
     }
 
@@ -177,7 +216,7 @@ impl Dispatcher {
     /// (not during recovery).
     pub fn dispatch(&self, req: &DispatchRequest<'_>, notify: bool) -> Result<()> {
         if sysflag::is_consumable(req.sys_flag) {
-            let cq = self.consume_queues.get_or_create(req.topic, req.queue_id);
+            let cq = self.consume_queues.get_or_create(req.topic, req.queue_id)?;
             cq.put_unit(
                 req.consume_queue_offset,
                 CqUnit {
@@ -380,10 +419,11 @@ impl DispatchShared {
                     Some(RecordHead::Message { total_size }) if at + total_size <= avail => {
                         match RecordView::parse(&data[at..at + total_size], false) {
                             Ok(view) => {
-                                if let Some(req) =
-                                    DispatchRequest::from_record(&view, &self.dispatcher.delays)
-                                {
-                                    self.dispatcher.dispatch(&req, true)?;
+                                if let Err(e) = self.dispatcher.dispatch_record(&view, true) {
+                                    // Nothing past this record is dispatched
+                                    // until it is: publish what is done.
+                                    self.advance(from, at, &mut moved);
+                                    return Err(e);
                                 }
                             }
                             Err(e) => {
@@ -415,11 +455,19 @@ impl DispatchShared {
             if at == 0 {
                 return Ok(moved);
             }
-            let new_from = from + at as i64;
-            self.reput_from.store(new_from, Ordering::Release);
-            self.dispatched.publish(new_from);
-            moved = true;
+            self.advance(from, at, &mut moved);
         }
+    }
+
+    /// Records that everything below `from + at` is dispatched.
+    fn advance(&self, from: i64, at: usize, moved: &mut bool) {
+        if at == 0 {
+            return;
+        }
+        let new_from = from + at as i64;
+        self.reput_from.store(new_from, Ordering::Release);
+        self.dispatched.publish(new_from);
+        *moved = true;
     }
 }
 

@@ -1,4 +1,4 @@
-//! IndexFile: lookup of messages by key (spec §5.2).
+//! IndexFile: lookup of messages by key (docs/storage-format.md#indexfile).
 //!
 //! A file is a 40-byte header, a table of `slot_num` i32 hash slots, and
 //! `index_num` 20-byte entries `[key hash i32][phys i64][time diff s i32][prev i32]`.

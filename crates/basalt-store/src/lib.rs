@@ -30,6 +30,7 @@ pub mod index;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message_log;
+pub mod names;
 pub mod put;
 pub mod recovery;
 pub mod services;

@@ -1,4 +1,4 @@
-//! Crash recovery (seed 003; spec §4.2, §5.3–5.4).
+//! Crash recovery (docs/storage-format.md#recovery).
 //!
 //! * **Normal** (the abort file is absent: the last run shut down cleanly):
 //!   validate the last three CommitLog files and cut anything invalid at the
@@ -22,7 +22,7 @@ use basalt_common::record::{self, RecordHead, RecordView};
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::{CommitLog, TopicQueueTable};
 use crate::consume_queue::ConsumeQueueTable;
-use crate::dispatch::{DispatchRequest, Dispatcher};
+use crate::dispatch::Dispatcher;
 use crate::error::{Result, StoreError};
 use crate::mapped_file::MappedFile;
 
@@ -244,9 +244,7 @@ pub fn recover(
                         let view = RecordView::parse(&raw[pos..], false).map_err(|e| {
                             StoreError::Config(format!("re-parse of a checked record failed: {e}"))
                         })?;
-                        if let Some(req) = DispatchRequest::from_record(&view, &dispatcher.delays) {
-                            dispatcher.dispatch(&req, false)?;
-                        }
+                        dispatcher.dispatch_record(&view, false)?;
                     }
                 }
                 Ok(())

@@ -399,6 +399,9 @@ impl MessageStore {
         if let Some(r) = self.refuse() {
             return r;
         }
+        if let Err(why) = crate::names::check_put(draft.topic, draft.queue_id, draft.properties) {
+            return PutMessageResult::failed(PutMessageStatus::MessageIllegal, why);
+        }
 
         match self.commit_log.append(draft) {
             Ok(a) => PutMessageResult::ok(a),
@@ -410,6 +413,11 @@ impl MessageStore {
     pub fn put_messages(&self, drafts: &[RecordDraft<'_>]) -> PutMessageResult {
         if let Some(r) = self.refuse() {
             return r;
+        }
+        for d in drafts {
+            if let Err(why) = crate::names::check_put(d.topic, d.queue_id, d.properties) {
+                return PutMessageResult::failed(PutMessageStatus::MessageIllegal, why);
+            }
         }
         match self.commit_log.append_batch(drafts) {
             Ok(a) => PutMessageResult::ok(a),
@@ -464,7 +472,7 @@ impl MessageStore {
     }
 
     /// Reads up to `max_msgs` messages of a queue from `offset`, following
-    /// RocketMQ's `DefaultMessageStore.getMessage` rules (spec §2.4).
+    /// RocketMQ's `DefaultMessageStore.getMessage` rules (docs/protocol.md#pull-results).
     pub fn get_message(
         &self,
         req: &GetMessageRequest<'_>,

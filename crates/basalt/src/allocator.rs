@@ -55,7 +55,9 @@ pub fn on_worker_park() {
         static LAST_COLLECT: Cell<Option<Instant>> = const { Cell::new(None) };
     }
     let now = Instant::now();
-    let due = LAST_COLLECT.get().is_none_or(|t| now.duration_since(t) >= COLLECT_EVERY);
+    let due = LAST_COLLECT
+        .get()
+        .is_none_or(|t| now.duration_since(t) >= COLLECT_EVERY);
     if !due {
         return;
     }

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use basalt_client::{
-    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, MessageExt, MessageQueue,
-    Producer, PullConsumer, PullStatus, PushConsumer, PushOptions, TopicConfig,
+    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, MessageExt, Producer,
+    PullConsumer, PullStatus, PushConsumer, PushOptions, TopicConfig, TopicQueue,
 };
 use bytes::Bytes;
 
@@ -209,7 +209,7 @@ async fn consume_pull(a: &ConsumeArgs, queue: i32) -> Result<ExitCode, String> {
         .fetch_queues(&a.topic)
         .await
         .map_err(|e| e.to_string())?;
-    let mq: MessageQueue = queues
+    let mq: TopicQueue = queues
         .into_iter()
         .find(|q| q.queue_id == queue && a.broker.as_deref().is_none_or(|b| q.broker_name == b))
         .ok_or_else(|| format!("topic {} has no queue {queue}", a.topic))?;

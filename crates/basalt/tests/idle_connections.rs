@@ -35,12 +35,7 @@ const IO_DEADLINE: Duration = Duration::from_secs(10);
 
 /// RssAnon of a process, in KiB, from /proc/PID/status.
 fn rss_anon_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    standalone::proc_status_kb(pid, "RssAnon")
         .unwrap_or_else(|| panic!("no RssAnon in /proc/{pid}/status"))
 }
 

@@ -1,4 +1,4 @@
-//! Classic master/slave replication (RocketMQ HA, spec §6.1, seed 003).
+//! Classic master/slave replication (RocketMQ HA, docs/protocol.md#ha-replication).
 //!
 //! Raw TCP on `haListenPort`, no remoting frames:
 //! * slave → master: `[max CommitLog offset i64]`, after every chunk it

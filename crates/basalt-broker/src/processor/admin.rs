@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use basalt_common::constants::topic as reserved;
 use basalt_common::time::now_millis;
 use basalt_remoting::RemotingCommand;
 use basalt_remoting::code::response;
@@ -20,7 +19,7 @@ use basalt_remoting::protocol::{
 };
 use bytes::BytesMut;
 
-use super::{bad_header, error};
+use super::{bad_header, checks, error};
 use crate::broker::Broker;
 use crate::subscription_group::SubscriptionGroupConfig;
 
@@ -30,15 +29,8 @@ fn ok() -> RemotingCommand {
 
 /// Topics that cannot be created or deleted by hand.
 fn is_system_topic(broker: &Broker, topic: &str) -> bool {
-    matches!(
-        topic,
-        reserved::AUTO_CREATE_TOPIC
-            | reserved::SCHEDULE_TOPIC
-            | reserved::SELF_TEST_TOPIC
-            | reserved::OFFSET_MOVED_EVENT
-            | reserved::TRANS_HALF_TOPIC
-            | reserved::TRANS_OP_HALF_TOPIC
-    ) || topic == broker.config.broker_cluster_name
+    basalt_common::topic::is_system_topic(topic)
+        || topic == broker.config.broker_cluster_name
         || topic == broker.config.broker_name
 }
 
@@ -50,21 +42,14 @@ pub async fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> Remoti
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
-    if let Err(e) = basalt_common::topic::validate_topic(&h.topic) {
-        return error(response::SYSTEM_ERROR, e.to_string());
+    if let Err(resp) = checks::client_topic(&h.topic) {
+        return resp;
     }
     if is_system_topic(broker, &h.topic) {
         return error(
             response::SYSTEM_ERROR,
             format!("the topic[{}] is conflict with system topic", h.topic),
         );
-    }
-    if h.read_queue_nums <= 0
-        || h.write_queue_nums <= 0
-        || h.read_queue_nums > 1024
-        || h.write_queue_nums > 1024
-    {
-        return error(response::SYSTEM_ERROR, "queue numbers must be in 1..=1024");
     }
     let mut t = TopicConfig::new(h.topic.clone(), h.write_queue_nums);
     t.read_queue_nums = h.read_queue_nums;
@@ -76,9 +61,14 @@ pub async fn create_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> Remoti
         Some("MULTI_TAG") => TopicFilterType::MultiTag,
         _ => TopicFilterType::SingleTag,
     };
-    broker.topics.update(t);
-    broker.register_with_namesrvs().await;
-    ok()
+    let change = match broker.topics.update(t) {
+        Ok(c) => c,
+        Err(e) => return error(response::SYSTEM_ERROR, e.to_string()),
+    };
+    match broker.publish_topic_change(&change).await {
+        Ok(()) => ok(),
+        Err(e) => error(response::SYSTEM_ERROR, e),
+    }
 }
 
 pub fn delete_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
@@ -86,6 +76,9 @@ pub fn delete_topic(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComm
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    if let Err(resp) = checks::any_topic(&h.topic) {
+        return resp;
+    }
     if is_system_topic(broker, &h.topic) {
         return error(
             response::SYSTEM_ERROR,
@@ -113,6 +106,9 @@ pub fn topic_config(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComm
     let Some(topic) = req.ext_fields.get("topic") else {
         return error(response::SYSTEM_ERROR, "missing topic");
     };
+    if let Err(resp) = checks::any_topic(topic) {
+        return resp;
+    }
     match broker.topics.get(topic) {
         Some(t) => ok().with_body(serde_json::to_vec(&t).unwrap_or_default()),
         None => error(
@@ -205,6 +201,9 @@ pub fn topic_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComma
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    if let Err(resp) = checks::any_topic(&h.topic) {
+        return resp;
+    }
     let Some(t) = broker.topics.get(&h.topic) else {
         return error(
             response::TOPIC_NOT_EXIST,
@@ -245,6 +244,9 @@ pub fn consume_stats(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    if let Err(resp) = checks::group(&h.consumer_group) {
+        return resp;
+    }
     let mut topics = match h.topic.as_deref().filter(|t| !t.is_empty()) {
         Some(t) => vec![t.to_string()],
         None => {
@@ -300,6 +302,9 @@ pub fn consumer_connections(broker: &Arc<Broker>, req: &RemotingCommand) -> Remo
     let Some(group) = req.ext_fields.get("consumerGroup") else {
         return error(response::SYSTEM_ERROR, "missing consumerGroup");
     };
+    if let Err(resp) = checks::group(group) {
+        return resp;
+    }
     let Some(g) = broker.clients.consumer_group(group) else {
         return error(
             response::CONSUMER_NOT_ONLINE,
@@ -338,6 +343,9 @@ pub fn query_message(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    if let Err(resp) = checks::any_topic(&h.topic) {
+        return resp;
+    }
     let max = h.max_num.clamp(1, 64) as usize;
     let end = if h.end_timestamp <= 0 {
         i64::MAX
@@ -391,7 +399,10 @@ pub fn all_subscription_groups(broker: &Arc<Broker>) -> RemotingCommand {
     ok().with_body(serde_json::to_vec(&broker.groups.snapshot()).unwrap_or_default())
 }
 
-pub fn create_subscription_group(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
+pub async fn create_subscription_group(
+    broker: &Arc<Broker>,
+    req: &RemotingCommand,
+) -> RemotingCommand {
     let g: SubscriptionGroupConfig = match basalt_remoting::fastjson::from_slice(&req.body) {
         Ok(g) => g,
         Err(e) => {
@@ -401,17 +412,23 @@ pub fn create_subscription_group(broker: &Arc<Broker>, req: &RemotingCommand) ->
             );
         }
     };
-    if let Err(e) = basalt_common::topic::validate_group(&g.group_name) {
-        return error(response::SYSTEM_ERROR, e.to_string());
+    let generation = match broker.groups.update(g) {
+        Ok((_, generation)) => generation,
+        Err(e) => return error(response::SYSTEM_ERROR, e.to_string()),
+    };
+    match broker.groups.persisted(generation).await {
+        Ok(()) => ok(),
+        Err(e) => error(response::SYSTEM_ERROR, e),
     }
-    broker.groups.update(g);
-    ok()
 }
 
 pub fn delete_subscription_group(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
     let Some(group) = req.ext_fields.get("groupName") else {
         return error(response::SYSTEM_ERROR, "missing groupName");
     };
+    if let Err(resp) = checks::group(group) {
+        return resp;
+    }
     broker.groups.delete(group);
     ok()
 }

@@ -1,6 +1,6 @@
 //! Client membership and offsets: HEART_BEAT, UNREGISTER_CLIENT,
 //! GET_CONSUMER_LIST_BY_GROUP, consumer offsets, queue offsets, queue locks
-//! (spec §2.5, §2.6, §2.8).
+//! (docs/protocol.md#heartbeat, docs/protocol.md#offsets, docs/protocol.md#queue-locks).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,9 +19,10 @@ use basalt_remoting::protocol::{
 use basalt_remoting::{Channel, RemotingCommand};
 use basalt_store::BoundaryType;
 
-use super::{bad_header, error};
+use super::{bad_header, checks, error};
 use crate::broker::Broker;
 use crate::client_manager::ClientChannel;
+use crate::subscription_group::GroupCreateError;
 
 fn ok() -> RemotingCommand {
     RemotingCommand::response(response::SUCCESS, None)
@@ -42,23 +43,32 @@ pub async fn heartbeat(
         Ok(d) => d,
         Err(e) => return error(response::SYSTEM_ERROR, format!("bad heartbeat body: {e}")),
     };
+    if let Err(resp) = check_heartbeat(&data) {
+        return resp;
+    }
     let now = Instant::now();
     for c in data.consumer_data_set {
-        let Some(g) = broker
+        let g = match broker
             .groups
             .get_or_create(&c.group_name, broker.config.auto_create_subscription_group)
-        else {
-            continue;
+        {
+            Ok(g) => g,
+            Err(GroupCreateError::NotAllowed(_)) => continue,
+            Err(e) => return error(response::SYSTEM_ERROR, e.to_string()),
         };
         if !broker.is_slave() {
             let retry = basalt_common::topic::retry_topic(&c.group_name);
-            if !broker.topics.contains(&retry) {
-                broker.topics.create_if_missing(
-                    &retry,
-                    g.retry_queue_nums.max(1),
-                    perm::READ | perm::WRITE,
-                );
-                broker.register_with_namesrvs().await;
+            let created = broker.topics.create_if_missing(
+                &retry,
+                g.retry_queue_nums,
+                perm::READ | perm::WRITE,
+            );
+            let published = match created {
+                Ok(change) => broker.publish_topic_change(&change).await,
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = published {
+                return error(response::SYSTEM_ERROR, e);
             }
         }
         let changed = broker.clients.register_consumer(
@@ -91,6 +101,20 @@ pub async fn heartbeat(
     ok()
 }
 
+/// Every group and topic a heartbeat names, checked before any is used.
+fn check_heartbeat(data: &HeartbeatData) -> Result<(), RemotingCommand> {
+    for c in &data.consumer_data_set {
+        checks::group(&c.group_name)?;
+        for sub in &c.subscription_data_set {
+            checks::any_topic(&sub.topic)?;
+        }
+    }
+    for p in &data.producer_data_set {
+        checks::group(&p.group_name)?;
+    }
+    Ok(())
+}
+
 pub fn unregister_client(
     broker: &Arc<Broker>,
     channel: &Channel,
@@ -100,6 +124,15 @@ pub fn unregister_client(
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    for g in [&h.producer_group, &h.consumer_group]
+        .into_iter()
+        .flatten()
+        .filter(|g| !g.is_empty())
+    {
+        if let Err(resp) = checks::group(g) {
+            return resp;
+        }
+    }
     if let Some(g) = h.producer_group.as_deref().filter(|g| !g.is_empty()) {
         broker.clients.unregister_producer(g, channel.id());
     }
@@ -116,6 +149,9 @@ pub fn consumer_list(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    if let Err(resp) = checks::group(&h.consumer_group) {
+        return resp;
+    }
     let ids = broker
         .clients
         .consumer_group(&h.consumer_group)
@@ -139,6 +175,9 @@ pub fn query_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Rem
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    if let Err(resp) = checks::group(&h.consumer_group).and(checks::any_topic(&h.topic)) {
+        return resp;
+    }
     if let Some(o) = broker
         .offsets
         .query(&h.consumer_group, &h.topic, h.queue_id)
@@ -183,6 +222,19 @@ pub fn update_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Re
             format!("illegal offset {}", h.commit_offset),
         );
     }
+    // Offsets only for a real group name and a queue this broker serves:
+    // the table cannot be filled with made-up topics and queues.
+    if let Err(resp) = checks::group(&h.consumer_group)
+        .and_then(|_| checks::served_queue(broker, &h.topic, h.queue_id))
+    {
+        return resp;
+    }
+    if let Err(e) = broker.groups.get_or_create(
+        &h.consumer_group,
+        broker.config.auto_create_subscription_group,
+    ) {
+        return error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string());
+    }
     broker
         .offsets
         .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
@@ -191,14 +243,20 @@ pub fn update_consumer_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> Re
 
 pub fn max_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
     match GetMaxOffsetRequestHeader::from_ext(&req.ext_fields) {
-        Ok(h) => offset_response(broker.store.max_offset_in_queue(&h.topic, h.queue_id)),
+        Ok(h) => match checks::any_topic(&h.topic) {
+            Ok(()) => offset_response(broker.store.max_offset_in_queue(&h.topic, h.queue_id)),
+            Err(resp) => resp,
+        },
         Err(e) => bad_header(e),
     }
 }
 
 pub fn min_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
     match GetMinOffsetRequestHeader::from_ext(&req.ext_fields) {
-        Ok(h) => offset_response(broker.store.min_offset_in_queue(&h.topic, h.queue_id)),
+        Ok(h) => match checks::any_topic(&h.topic) {
+            Ok(()) => offset_response(broker.store.min_offset_in_queue(&h.topic, h.queue_id)),
+            Err(resp) => resp,
+        },
         Err(e) => bad_header(e),
     }
 }
@@ -206,6 +264,9 @@ pub fn min_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComman
 pub fn earliest_msg_storetime(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCommand {
     match GetEarliestMsgStoretimeRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => {
+            if let Err(resp) = checks::any_topic(&h.topic) {
+                return resp;
+            }
             let ts = broker
                 .store
                 .earliest_message_time(&h.topic, h.queue_id)
@@ -221,6 +282,9 @@ pub fn search_offset(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingCom
         Ok(h) => h,
         Err(e) => return bad_header(e),
     };
+    if let Err(resp) = checks::any_topic(&h.topic) {
+        return resp;
+    }
     let boundary = match h
         .boundary_type
         .as_deref()
@@ -249,6 +313,9 @@ pub fn lock_batch(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComman
         Ok(b) => b,
         Err(e) => return error(response::SYSTEM_ERROR, format!("bad lock body: {e}")),
     };
+    if let Err(resp) = check_lock_body(broker, &body) {
+        return resp;
+    }
     let locked = broker
         .locks
         .try_lock(&body.consumer_group, &body.client_id, &body.mq_set);
@@ -263,8 +330,21 @@ pub fn unlock_batch(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComm
         Ok(b) => b,
         Err(e) => return error(response::SYSTEM_ERROR, format!("bad unlock body: {e}")),
     };
+    if let Err(resp) = check_lock_body(broker, &body) {
+        return resp;
+    }
     broker
         .locks
         .unlock(&body.consumer_group, &body.client_id, &body.mq_set);
     ok()
+}
+
+/// A lock request names a real group and only queues this broker serves, so
+/// the lock table stays bounded by groups times real queues.
+fn check_lock_body(broker: &Broker, body: &LockBatchRequestBody) -> Result<(), RemotingCommand> {
+    checks::group(&body.consumer_group)?;
+    for mq in &body.mq_set {
+        checks::served_queue(broker, &mq.topic, mq.queue_id)?;
+    }
+    Ok(())
 }

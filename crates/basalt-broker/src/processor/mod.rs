@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admin;
+mod checks;
 mod client;
 mod pull;
 mod send;
@@ -80,7 +81,7 @@ impl RequestProcessor for BrokerProcessor {
             request::GET_ALL_DELAY_OFFSET => admin::all_delay_offsets(b),
             request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => admin::all_subscription_groups(b),
             request::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-                admin::create_subscription_group(b, &req)
+                admin::create_subscription_group(b, &req).await
             }
             request::DELETE_SUBSCRIPTIONGROUP => admin::delete_subscription_group(b, &req),
             _ => RemotingCommand::not_supported(&req),

@@ -1,4 +1,4 @@
-//! PULL_MESSAGE / LITE_PULL_MESSAGE with long polling (spec §2.4).
+//! PULL_MESSAGE / LITE_PULL_MESSAGE with long polling (docs/protocol.md#pull).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -8,7 +8,7 @@ use basalt_common::constants::perm;
 use basalt_remoting::RemotingCommand;
 use basalt_remoting::code::response;
 use basalt_remoting::header::{CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader};
-use basalt_remoting::protocol::{MessageModel, TopicConfig};
+use basalt_remoting::protocol::MessageModel;
 use basalt_store::{GetMessageRequest, GetMessageResult, GetMessageStatus, MessageFilter};
 use bytes::{Bytes, BytesMut};
 
@@ -33,6 +33,8 @@ struct PullPlan {
 
 fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, RemotingCommand> {
     let h = PullMessageRequestHeader::from_ext(&req.ext_fields).map_err(super::bad_header)?;
+    super::checks::group(&h.consumer_group)?;
+    super::checks::any_topic(&h.topic)?;
     if !perm::is_readable(broker.config.broker_permission) {
         return Err(error(
             response::NO_PERMISSION,
@@ -42,15 +44,13 @@ fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, Remotin
             ),
         ));
     }
-    let Some(g) = broker.groups.get_or_create(
-        &h.consumer_group,
-        broker.config.auto_create_subscription_group,
-    ) else {
-        return Err(error(
-            response::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group [{}] does not exist", h.consumer_group),
-        ));
-    };
+    let g = broker
+        .groups
+        .get_or_create(
+            &h.consumer_group,
+            broker.config.auto_create_subscription_group,
+        )
+        .map_err(|e| error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string()))?;
     if !g.consume_enable {
         return Err(error(
             response::NO_PERMISSION,
@@ -60,7 +60,7 @@ fn plan(broker: &Arc<Broker>, req: &RemotingCommand) -> Result<PullPlan, Remotin
     let Some(t) = broker
         .topics
         .get(&h.topic)
-        .or_else(|| replicated_topic(broker, &h.topic))
+        .or_else(|| super::checks::replicated_topic(broker, &h.topic))
     else {
         return Err(error(
             response::TOPIC_NOT_EXIST,
@@ -161,7 +161,10 @@ pub async fn pull(broker: &Arc<Broker>, req: &RemotingCommand) -> RemotingComman
     }
     let suspend = h.sys_flag & pull_flag::SUSPEND != 0;
     let hold = if broker.config.long_polling_enable {
+        // A client may ask to be held for as long as it likes; the broker
+        // holds no longer than its own limit.
         Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
+            .min(broker.config.max_long_polling_suspend)
     } else {
         broker.config.short_polling_time_mills
     };
@@ -305,17 +308,4 @@ fn join_records(broker: &Broker, msgs: &[Bytes], total: usize) -> Bytes {
             out.freeze()
         }
     }
-}
-
-/// On a slave, a topic whose messages arrived through replication before the
-/// periodic copy of the master's topics.json did: it is served from the
-/// queues the store holds, so consumers that fail over to the slave right
-/// after the master died still read everything that was acknowledged.
-fn replicated_topic(broker: &Broker, topic: &str) -> Option<TopicConfig> {
-    if !broker.is_slave() {
-        return None;
-    }
-    let queues = broker.store.consume_queues().topic_queues(topic);
-    let n = queues.iter().map(|q| q.queue_id() + 1).max()?;
-    Some(TopicConfig::new(topic, n))
 }

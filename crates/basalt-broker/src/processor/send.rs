@@ -1,5 +1,5 @@
 //! SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE and
-//! CONSUMER_SEND_MSG_BACK (spec §2.3, §2.7).
+//! CONSUMER_SEND_MSG_BACK (docs/protocol.md#send, docs/protocol.md#send-back).
 
 use std::sync::Arc;
 
@@ -19,27 +19,25 @@ use rand::Rng;
 
 use super::error;
 use crate::broker::Broker;
-
-/// Topics producers may not write to directly.
-fn is_not_allowed_send_topic(topic: &str) -> bool {
-    matches!(
-        topic,
-        reserved::SCHEDULE_TOPIC | reserved::TRANS_HALF_TOPIC | reserved::TRANS_OP_HALF_TOPIC
-    )
-}
+use crate::topic_config::TopicCreateError;
 
 /// A group's retry or dead-letter topic, created (read-write) if missing.
-/// A new one is registered with the NameServers before going on, as
-/// RocketMQ's createTopicInSendMessageBackMethod does.
-async fn ensure_group_topic(broker: &Arc<Broker>, topic: &str, queues: i32) -> TopicConfig {
-    if let Some(t) = broker.topics.get(topic) {
-        return t;
-    }
-    let t = broker
+/// A new one is persisted and registered with the NameServers before going
+/// on, as RocketMQ's createTopicInSendMessageBackMethod does.
+async fn ensure_group_topic(
+    broker: &Arc<Broker>,
+    topic: &str,
+    queues: i32,
+) -> Result<TopicConfig, RemotingCommand> {
+    let change = broker
         .topics
-        .create_if_missing(topic, queues, perm::READ | perm::WRITE);
-    broker.register_with_namesrvs().await;
-    t
+        .create_if_missing(topic, queues, perm::READ | perm::WRITE)
+        .map_err(|e| error(response::SYSTEM_ERROR, e.to_string()))?;
+    broker
+        .publish_topic_change(&change)
+        .await
+        .map_err(|e| error(response::SYSTEM_ERROR, e))?;
+    Ok(change.config)
 }
 
 /// Validation common to single and batch sends; returns the topic config
@@ -72,7 +70,7 @@ async fn check_send(
     if let Err(e) = basalt_common::topic::validate_topic(&h.topic) {
         return Err(error(response::MESSAGE_ILLEGAL, e.to_string()));
     }
-    if is_not_allowed_send_topic(&h.topic) {
+    if basalt_common::topic::is_not_allowed_send_topic(&h.topic) {
         return Err(error(
             response::NO_PERMISSION,
             format!("sending message to topic[{}] is forbidden", h.topic),
@@ -89,41 +87,7 @@ async fn check_send(
     }
     let topic_cfg = match broker.topics.get(&h.topic) {
         Some(t) => t,
-        None => {
-            let created = if h.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
-                let group = &h.topic[reserved::RETRY_GROUP_PREFIX.len()..];
-                broker.groups.get(group).map(|g| {
-                    broker.topics.create_if_missing(
-                        &h.topic,
-                        g.retry_queue_nums,
-                        perm::READ | perm::WRITE,
-                    )
-                })
-            } else {
-                broker.topics.create_on_send(
-                    &h.topic,
-                    if h.default_topic.is_empty() {
-                        reserved::AUTO_CREATE_TOPIC
-                    } else {
-                        &h.default_topic
-                    },
-                    h.default_topic_queue_nums.max(1),
-                    broker.config.auto_create_topic_enable,
-                )
-            };
-            match created {
-                Some(t) => {
-                    broker.register_with_namesrvs().await;
-                    t
-                }
-                None => {
-                    return Err(error(
-                        response::TOPIC_NOT_EXIST,
-                        format!("topic[{}] not exist, apply first please!", h.topic),
-                    ));
-                }
-            }
-        }
+        None => auto_create_topic(broker, h).await?,
     };
     if !perm::is_writeable(topic_cfg.perm) {
         return Err(error(
@@ -148,9 +112,54 @@ async fn check_send(
     Ok((topic_cfg, queue_id))
 }
 
+/// Creates the topic a send names, from the auto-create template (or, for
+/// a retry topic, from its group's settings), persisted and registered
+/// before the send goes on.
+async fn auto_create_topic(
+    broker: &Arc<Broker>,
+    h: &SendMessageRequestHeader,
+) -> Result<TopicConfig, RemotingCommand> {
+    let created = if let Some(group) = h.topic.strip_prefix(reserved::RETRY_GROUP_PREFIX) {
+        match broker.groups.get(group) {
+            Some(g) => broker.topics.create_if_missing(
+                &h.topic,
+                g.retry_queue_nums,
+                perm::READ | perm::WRITE,
+            ),
+            None => Err(TopicCreateError::NotAllowed(h.topic.clone())),
+        }
+    } else {
+        broker.topics.create_on_send(
+            &h.topic,
+            if h.default_topic.is_empty() {
+                reserved::AUTO_CREATE_TOPIC
+            } else {
+                &h.default_topic
+            },
+            h.default_topic_queue_nums.max(1),
+            broker.config.auto_create_topic_enable,
+        )
+    };
+    let change = created.map_err(|e| match e {
+        TopicCreateError::NotAllowed(_) => error(response::TOPIC_NOT_EXIST, e.to_string()),
+        e => error(response::SYSTEM_ERROR, e.to_string()),
+    })?;
+    broker
+        .publish_topic_change(&change)
+        .await
+        .map_err(|e| error(response::SYSTEM_ERROR, e))?;
+    Ok(change.config)
+}
+
 /// Ensures a unique key and adds the cluster name, as the Java broker does.
+/// A client's `__CRC32#` property is dropped: only the store writes that
+/// trailer, and a forged one would make the record fail its own check.
 fn broker_properties(broker: &Broker, raw: &[u8]) -> Vec<u8> {
-    let mut props = raw.to_vec();
+    let mut props = if properties::find(raw, property::CRC32).is_some() {
+        properties::without(raw, &[property::CRC32])
+    } else {
+        raw.to_vec()
+    };
     if properties::find(raw, property::UNIQ_KEY).is_none() {
         properties::append(&mut props, property::UNIQ_KEY, &broker.uniq.next_key());
     }
@@ -296,7 +305,9 @@ pub async fn send(
         let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
         if reconsume_times >= max {
             let dlq = basalt_common::topic::dlq_topic(group);
-            ensure_group_topic(broker, &dlq, 1).await;
+            if let Err(resp) = ensure_group_topic(broker, &dlq, 1).await {
+                return resp;
+            }
             props = properties::without(&props, &[property::DELAY]);
             topic = dlq;
             queue_id = 0;
@@ -352,6 +363,19 @@ async fn send_batch(
         return error(
             response::MESSAGE_ILLEGAL,
             "a batch cannot be sent to a retry topic",
+        );
+    }
+    // The whole batch counts against the message size limit, as in
+    // RocketMQ: a body of many tiny entries cannot become millions of
+    // records under the put lock.
+    if body.len() > broker.config.max_message_size {
+        return error(
+            response::MESSAGE_ILLEGAL,
+            format!(
+                "the batch body size {} is over the limit {}",
+                body.len(),
+                broker.config.max_message_size
+            ),
         );
     }
     let entries = match basalt_common::batch::decode(body) {
@@ -417,20 +441,21 @@ pub async fn send_back(
         Ok(h) => h,
         Err(e) => return super::bad_header(e),
     };
+    if let Err(resp) = super::checks::group(&h.group) {
+        return resp;
+    }
     if broker.is_slave() {
         return error(
             response::SERVICE_NOT_AVAILABLE,
             "a slave does not take retries",
         );
     }
-    let Some(g) = broker
+    let g = match broker
         .groups
         .get_or_create(&h.group, broker.config.auto_create_subscription_group)
-    else {
-        return error(
-            response::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group not exist, {}", h.group),
-        );
+    {
+        Ok(g) => g,
+        Err(e) => return error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string()),
     };
     let Some(rec) = broker.store.look_message_by_offset(h.offset) else {
         return error(
@@ -467,11 +492,16 @@ pub async fn send_back(
     let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
     let (topic, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
         let dlq = basalt_common::topic::dlq_topic(&h.group);
-        ensure_group_topic(broker, &dlq, 1).await;
+        if let Err(resp) = ensure_group_topic(broker, &dlq, 1).await {
+            return resp;
+        }
         (dlq, 0, 0)
     } else {
         let retry = basalt_common::topic::retry_topic(&h.group);
-        let t = ensure_group_topic(broker, &retry, g.retry_queue_nums.max(1)).await;
+        let t = match ensure_group_topic(broker, &retry, g.retry_queue_nums).await {
+            Ok(t) => t,
+            Err(resp) => return resp,
+        };
         let qid = rand::rng().random_range(0..t.write_queue_nums.max(1));
         let level = if h.delay_level == 0 {
             3 + reconsume

@@ -2,7 +2,7 @@
 //! `AllocateMessageQueueStrategy` implementations). Every consumer runs the
 //! same function on the same sorted inputs, so they agree without talking.
 
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 
 /// How a group's consumers split a topic's queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,9 +23,9 @@ impl AllocateStrategy {
     pub fn allocate(
         self,
         current: &str,
-        mq_all: &[MessageQueue],
+        mq_all: &[TopicQueue],
         cid_all: &[String],
-    ) -> Vec<MessageQueue> {
+    ) -> Vec<TopicQueue> {
         match self {
             Self::Averagely => allocate_averagely(current, mq_all, cid_all),
             Self::AveragelyByCircle => allocate_by_circle(current, mq_all, cid_all),
@@ -44,9 +44,9 @@ impl AllocateStrategy {
 /// `AllocateMessageQueueAveragely.allocate`, arithmetic for arithmetic.
 pub fn allocate_averagely(
     current: &str,
-    mq_all: &[MessageQueue],
+    mq_all: &[TopicQueue],
     cid_all: &[String],
-) -> Vec<MessageQueue> {
+) -> Vec<TopicQueue> {
     let Some(index) = cid_all.iter().position(|c| c == current) else {
         return Vec::new();
     };
@@ -76,9 +76,9 @@ pub fn allocate_averagely(
 /// `AllocateMessageQueueAveragelyByCircle.allocate`.
 pub fn allocate_by_circle(
     current: &str,
-    mq_all: &[MessageQueue],
+    mq_all: &[TopicQueue],
     cid_all: &[String],
-) -> Vec<MessageQueue> {
+) -> Vec<TopicQueue> {
     let Some(index) = cid_all.iter().position(|c| c == current) else {
         return Vec::new();
     };
@@ -93,9 +93,9 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    fn mqs(n: usize) -> Vec<MessageQueue> {
+    fn mqs(n: usize) -> Vec<TopicQueue> {
         (0..n)
-            .map(|i| MessageQueue::new("T", "broker-a", i as i32))
+            .map(|i| TopicQueue::new("T", "broker-a", i as i32))
             .collect()
     }
 
@@ -103,7 +103,7 @@ mod tests {
         (0..n).map(|i| format!("c{i}")).collect()
     }
 
-    fn ids(v: &[MessageQueue]) -> Vec<i32> {
+    fn ids(v: &[TopicQueue]) -> Vec<i32> {
         v.iter().map(|m| m.queue_id).collect()
     }
 

@@ -14,14 +14,14 @@ use tokio::sync::{mpsc, watch};
 
 use super::process_queue::ProcessQueue;
 use super::{ConsumeContext, ConsumeStatus, Listener, MessageModel, PushInner};
-use crate::message::{MessageExt, MessageQueue};
+use crate::message::{MessageExt, TopicQueue};
 
 /// Failed messages whose send-back also failed are consumed again this much later.
 const RESUBMIT_DELAY: Duration = Duration::from_secs(5);
 
 /// A batch for the listener (concurrent mode).
 pub(crate) struct ConsumeRequest {
-    pub mq: Arc<MessageQueue>,
+    pub mq: Arc<TopicQueue>,
     pub pq: Arc<ProcessQueue>,
     pub msgs: Vec<MessageExt>,
 }
@@ -54,7 +54,7 @@ impl PushInner {
     /// Hands pulled messages to the consume side.
     pub(crate) fn submit(
         &self,
-        mq: &Arc<MessageQueue>,
+        mq: &Arc<TopicQueue>,
         pq: &Arc<ProcessQueue>,
         msgs: Vec<MessageExt>,
     ) {
@@ -162,7 +162,7 @@ impl PushInner {
         self: &Arc<Self>,
         status: ConsumeStatus,
         ctx: &ConsumeContext,
-        mq: &Arc<MessageQueue>,
+        mq: &Arc<TopicQueue>,
         pq: &Arc<ProcessQueue>,
         msgs: Vec<MessageExt>,
     ) {
@@ -289,7 +289,7 @@ impl PushInner {
 /// client holds the queue's lock (clustering) — Java's orderly service.
 pub(crate) async fn orderly_loop(
     inner: Arc<PushInner>,
-    mq: Arc<MessageQueue>,
+    mq: Arc<TopicQueue>,
     pq: Arc<ProcessQueue>,
 ) {
     let mut stop = inner.stop.subscribe();
@@ -398,7 +398,7 @@ mod tests {
         let inner = c.inner.clone();
         let pq = std::sync::Arc::new(super::ProcessQueue::new());
         let req = super::ConsumeRequest {
-            mq: std::sync::Arc::new(crate::MessageQueue::new("T", "b", 0)),
+            mq: std::sync::Arc::new(crate::TopicQueue::new("T", "b", 0)),
             pq,
             msgs: Vec::new(),
         };

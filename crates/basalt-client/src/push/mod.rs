@@ -16,6 +16,7 @@
 pub mod allocate;
 mod consume;
 pub(crate) mod offset_store;
+mod options;
 mod process_queue;
 mod pull_loop;
 mod rebalance;
@@ -24,7 +25,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
 
 use basalt_remoting::protocol::{self, ConsumerData, SubscriptionData};
 use basalt_remoting::transport::BoxFuture;
@@ -33,168 +33,21 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use allocate::AllocateStrategy;
+use options::Listener;
+pub use options::{
+    AsyncMessageListener, ConsumeContext, ConsumeFromWhere, ConsumeStatus, MessageModel,
+    PushOptions,
+};
 
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
 use crate::filter::build_subscription;
 use crate::instance::{ClientInstance, ConsumerInner};
-use crate::message::{MessageExt, MessageQueue};
+use crate::message::{MessageExt, TopicQueue};
 use crate::producer::Producer;
 use consume::ConsumeRequest;
 use offset_store::OffsetStore;
 use process_queue::ProcessQueue;
-
-/// Whether each message goes to one consumer of the group or to all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MessageModel {
-    /// Queues are split among the group; offsets live on the brokers.
-    #[default]
-    Clustering,
-    /// Every consumer reads every queue; offsets live in a local file.
-    Broadcasting,
-}
-
-/// Where a consumer starts in a queue its group has no offset for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConsumeFromWhere {
-    /// At the queue's end (retry topics: at the start).
-    #[default]
-    LastOffset,
-    /// At the queue's start.
-    FirstOffset,
-    /// At the first message stored at or after `consume_timestamp`.
-    Timestamp,
-}
-
-/// What the listener says about a batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ConsumeStatus {
-    /// Consumed (up to [`ConsumeContext::ack_index`]).
-    Success,
-    /// Try again later: concurrent mode sends the messages back for
-    /// redelivery; orderly mode suspends the queue and retries in place.
-    ReconsumeLater,
-}
-
-/// Per-batch context handed to the listener, which may adjust it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConsumeContext {
-    /// The queue the batch came from.
-    pub queue: Arc<MessageQueue>,
-    /// Concurrent mode: with `Success`, messages `0..=ack_index` succeeded
-    /// and the rest are retried (default: all succeeded).
-    pub ack_index: i32,
-    /// Delay level for retried messages: 0 lets the broker choose
-    /// (3 + reconsume times), -1 sends them straight to the DLQ.
-    pub delay_level_when_next_consume: i32,
-    /// Orderly mode: how long the queue waits before a retry.
-    pub suspend_time: Duration,
-}
-
-impl ConsumeContext {
-    fn new(queue: Arc<MessageQueue>, suspend_time: Duration) -> Self {
-        Self {
-            queue,
-            ack_index: i32::MAX,
-            delay_level_when_next_consume: 0,
-            suspend_time,
-        }
-    }
-}
-
-/// A listener that consumes asynchronously on the tokio runtime.
-pub trait AsyncMessageListener: Send + Sync + 'static {
-    fn consume<'a>(
-        &'a self,
-        msgs: &'a [MessageExt],
-        ctx: &'a mut ConsumeContext,
-    ) -> BoxFuture<'a, ConsumeStatus>;
-}
-
-type BlockingListener = dyn Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync;
-
-#[derive(Clone)]
-enum Listener {
-    /// Runs on tokio's blocking pool.
-    Blocking(Arc<BlockingListener>),
-    Async(Arc<dyn AsyncMessageListener>),
-}
-
-/// Push-consumer settings (Java `DefaultMQPushConsumer` fields and defaults).
-#[derive(Debug, Clone)]
-pub struct PushOptions {
-    pub message_model: MessageModel,
-    pub consume_from_where: ConsumeFromWhere,
-    /// For [`ConsumeFromWhere::Timestamp`], in ms since the epoch (Java
-    /// default: half an hour before start).
-    pub consume_timestamp: Option<i64>,
-    /// Listener calls running at once (20).
-    pub consume_thread_max: usize,
-    /// Messages per pull (32).
-    pub pull_batch_size: i32,
-    /// Bytes per pull (256 KiB), sent as `maxMsgBytes`.
-    pub pull_batch_size_in_bytes: i32,
-    /// Messages per listener call (1).
-    pub consume_message_batch_max_size: usize,
-    /// Pulling pauses while a queue has this many messages in flight (1000).
-    pub pull_threshold_for_queue: usize,
-    /// … or this many MiB of bodies (100).
-    pub pull_threshold_size_for_queue_mib: usize,
-    /// … or (concurrent mode) this span of offsets in flight (2000).
-    pub consume_concurrently_max_span: i64,
-    /// Deliveries before a message goes to the DLQ; -1 = 16 (concurrent) or
-    /// unlimited (orderly).
-    pub max_reconsume_times: i32,
-    /// Consume each queue one batch at a time, in order, holding a broker
-    /// lock on it (clustering).
-    pub consume_orderly: bool,
-    /// Orderly mode: wait after a failed batch (1 s).
-    pub suspend_current_queue_time: Duration,
-    /// Send the subscription in every pull (SUBSCRIPTION flag).
-    pub post_subscription_when_pull: bool,
-    /// Pause between pulls of a queue (0).
-    pub pull_interval: Duration,
-    /// How long the broker may hold a pull (15 s).
-    pub broker_suspend_max_time: Duration,
-    /// RPC timeout of a held pull (30 s).
-    pub consumer_timeout_when_suspend: Duration,
-    /// Wait before retrying a failed pull (3 s).
-    pub pull_time_delay_when_exception: Duration,
-    /// How long `shutdown` waits for listener calls in progress (5 s).
-    pub await_termination: Duration,
-    /// Broadcasting: directory of the offset files (default
-    /// `~/.rocketmq_offsets`).
-    pub local_offset_store_dir: Option<PathBuf>,
-    pub allocate_strategy: AllocateStrategy,
-}
-
-impl Default for PushOptions {
-    fn default() -> Self {
-        Self {
-            message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::LastOffset,
-            consume_timestamp: None,
-            consume_thread_max: 20,
-            pull_batch_size: 32,
-            pull_batch_size_in_bytes: 256 * 1024,
-            consume_message_batch_max_size: 1,
-            pull_threshold_for_queue: 1000,
-            pull_threshold_size_for_queue_mib: 100,
-            consume_concurrently_max_span: 2000,
-            max_reconsume_times: -1,
-            consume_orderly: false,
-            suspend_current_queue_time: Duration::from_secs(1),
-            post_subscription_when_pull: false,
-            pull_interval: Duration::ZERO,
-            broker_suspend_max_time: Duration::from_secs(15),
-            consumer_timeout_when_suspend: Duration::from_secs(30),
-            pull_time_delay_when_exception: Duration::from_secs(3),
-            await_termination: Duration::from_secs(5),
-            local_offset_store_dir: None,
-            allocate_strategy: AllocateStrategy::Averagely,
-        }
-    }
-}
 
 const CREATED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -231,9 +84,9 @@ pub(crate) struct PushInner {
     state: AtomicU8,
     subscriptions: RwLock<BTreeMap<String, SubscriptionData>>,
     /// Readable queues per subscribed topic, from the routes.
-    topic_queues: RwLock<HashMap<String, BTreeSet<MessageQueue>>>,
-    process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
-    pull_tasks: Mutex<HashMap<MessageQueue, JoinHandle<()>>>,
+    topic_queues: RwLock<HashMap<String, BTreeSet<TopicQueue>>>,
+    process_queues: Mutex<BTreeMap<TopicQueue, Arc<ProcessQueue>>>,
+    pull_tasks: Mutex<HashMap<TopicQueue, JoinHandle<()>>>,
     offsets: OnceLock<OffsetStore>,
     listener: Mutex<Option<Listener>>,
     consume_tx: Mutex<Option<mpsc::UnboundedSender<ConsumeRequest>>>,
@@ -386,26 +239,11 @@ impl PushConsumer {
             let sub = build_subscription(&retry, crate::filter::SUB_ALL)?;
             inner.subscriptions.write().insert(retry, sub);
         }
-        let store = match inner.options.message_model {
-            MessageModel::Clustering => OffsetStore::remote(&inner.group, inner.instance.clone()),
-            MessageModel::Broadcasting => {
-                let dir = inner
-                    .options
-                    .local_offset_store_dir
-                    .clone()
-                    .unwrap_or_else(|| {
-                        std::env::var_os("HOME")
-                            .map(PathBuf::from)
-                            .unwrap_or_else(|| PathBuf::from("."))
-                            .join(".rocketmq_offsets")
-                    });
-                match OffsetStore::local(&inner.group, inner.instance.clone(), &dir) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        inner.state.store(CREATED, Ordering::Release);
-                        return Err(e);
-                    }
-                }
+        let store = match inner.open_offset_store() {
+            Ok(s) => s,
+            Err(e) => {
+                inner.state.store(CREATED, Ordering::Release);
+                return Err(e);
             }
         };
         let _ = inner.offsets.set(store);
@@ -484,11 +322,11 @@ impl PushConsumer {
         inner.permits.close();
         // Rebalancing is over: take the rebalance lock so none is half-way.
         let _no_rebalance = inner.rebalance_lock.lock().await;
-        let queues: Vec<(MessageQueue, Arc<ProcessQueue>)> =
+        let queues: Vec<(TopicQueue, Arc<ProcessQueue>)> =
             std::mem::take(&mut *inner.process_queues.lock())
                 .into_iter()
                 .collect();
-        let held: BTreeSet<MessageQueue> = queues.iter().map(|(m, _)| m.clone()).collect();
+        let held: BTreeSet<TopicQueue> = queues.iter().map(|(m, _)| m.clone()).collect();
         if let Some(store) = inner.offsets.get() {
             store.persist_all(&held).await;
         }
@@ -504,12 +342,12 @@ impl PushConsumer {
     }
 
     /// The queues this consumer currently holds.
-    pub fn assigned_queues(&self) -> BTreeSet<MessageQueue> {
+    pub fn assigned_queues(&self) -> BTreeSet<TopicQueue> {
         self.inner.process_queues.lock().keys().cloned().collect()
     }
 
     /// The in-memory consumed offset of a queue (what the next commit sends).
-    pub fn committed_offset(&self, mq: &MessageQueue) -> Option<i64> {
+    pub fn committed_offset(&self, mq: &TopicQueue) -> Option<i64> {
         self.inner.offsets.get().and_then(|s| s.read_memory(mq))
     }
 
@@ -527,6 +365,27 @@ impl PushConsumer {
 impl PushInner {
     fn is_running(&self) -> bool {
         self.state.load(Ordering::Acquire) == RUNNING
+    }
+
+    /// The offset store of the message model: the brokers' (clustering) or
+    /// a local file (broadcasting, default `~/.rocketmq_offsets`).
+    fn open_offset_store(&self) -> Result<OffsetStore> {
+        match self.options.message_model {
+            MessageModel::Clustering => Ok(OffsetStore::remote(&self.group, self.instance.clone())),
+            MessageModel::Broadcasting => {
+                let dir = self
+                    .options
+                    .local_offset_store_dir
+                    .clone()
+                    .unwrap_or_else(|| {
+                        std::env::var_os("HOME")
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| PathBuf::from("."))
+                            .join(".rocketmq_offsets")
+                    });
+                OffsetStore::local(&self.group, self.instance.clone(), &dir)
+            }
+        }
     }
 
     fn offsets(&self) -> &OffsetStore {
@@ -548,7 +407,7 @@ impl PushInner {
         if !self.is_running() {
             return;
         }
-        let held: BTreeSet<MessageQueue> = self.process_queues.lock().keys().cloned().collect();
+        let held: BTreeSet<TopicQueue> = self.process_queues.lock().keys().cloned().collect();
         self.offsets().persist_all(&held).await;
     }
 
@@ -589,7 +448,7 @@ impl PushInner {
             self.consume_from_where_java().name().to_string(),
         );
         let mut out = b"{\"mqTable\":{".to_vec();
-        let queues: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+        let queues: Vec<(TopicQueue, Arc<ProcessQueue>)> = self
             .process_queues
             .lock()
             .iter()
@@ -653,7 +512,7 @@ impl ConsumerInner for PushInner {
         self.subscriptions.read().keys().cloned().collect()
     }
 
-    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<MessageQueue>) -> bool {
+    fn update_subscribe_info(&self, topic: &str, queues: &BTreeSet<TopicQueue>) -> bool {
         if !self.subscriptions.read().contains_key(topic) {
             return false;
         }
@@ -684,7 +543,7 @@ impl ConsumerInner for PushInner {
     fn reset_offsets(
         self: Arc<Self>,
         topic: String,
-        offsets: BTreeMap<MessageQueue, i64>,
+        offsets: BTreeMap<TopicQueue, i64>,
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move { self.reset_offsets_now(&topic, &offsets).await })
     }

@@ -11,17 +11,17 @@ use parking_lot::Mutex;
 
 use crate::error::{ClientError, Result};
 use crate::instance::ClientInstance;
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 
 /// The consumed-offset table of one consumer group.
 pub(crate) struct OffsetStore {
     group: String,
     instance: Arc<ClientInstance>,
-    table: Mutex<HashMap<MessageQueue, i64>>,
+    table: Mutex<HashMap<TopicQueue, i64>>,
     /// Broadcasting: the file offsets live in; `None` keeps them on brokers.
     local: Option<PathBuf>,
     /// Broadcasting: offsets as last loaded from or written to the file.
-    file_table: Mutex<BTreeMap<MessageQueue, i64>>,
+    file_table: Mutex<BTreeMap<TopicQueue, i64>>,
 }
 
 impl OffsetStore {
@@ -54,7 +54,7 @@ impl OffsetStore {
     /// Records a consumed offset in memory. With `increase_only`, an offset
     /// below the recorded one is ignored (concurrent consumers finish out of
     /// order).
-    pub fn update(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
+    pub fn update(&self, mq: &TopicQueue, offset: i64, increase_only: bool) {
         let mut t = self.table.lock();
         match t.get_mut(mq) {
             Some(cur) if increase_only => *cur = (*cur).max(offset),
@@ -66,13 +66,13 @@ impl OffsetStore {
     }
 
     /// The in-memory offset, if any.
-    pub fn read_memory(&self, mq: &MessageQueue) -> Option<i64> {
+    pub fn read_memory(&self, mq: &TopicQueue) -> Option<i64> {
         self.table.lock().get(mq).copied()
     }
 
     /// The stored offset (broker or file), also recorded in memory.
     /// `Ok(None)`: nothing stored for this group and queue.
-    pub async fn read_store(&self, mq: &MessageQueue) -> Result<Option<i64>> {
+    pub async fn read_store(&self, mq: &TopicQueue) -> Result<Option<i64>> {
         let found = match &self.local {
             Some(_) => self.file_table.lock().get(mq).copied(),
             None => self.instance.query_consumer_offset(&self.group, mq).await?,
@@ -83,12 +83,12 @@ impl OffsetStore {
         Ok(found)
     }
 
-    pub fn remove(&self, mq: &MessageQueue) {
+    pub fn remove(&self, mq: &TopicQueue) {
         self.table.lock().remove(mq);
     }
 
     /// Commits one queue's in-memory offset.
-    pub async fn persist(&self, mq: &MessageQueue) {
+    pub async fn persist(&self, mq: &TopicQueue) {
         let Some(offset) = self.read_memory(mq) else {
             return;
         };
@@ -112,8 +112,8 @@ impl OffsetStore {
 
     /// Commits the offsets of `mqs` (the queues this consumer holds) and
     /// forgets those of queues it no longer holds.
-    pub async fn persist_all(&self, mqs: &BTreeSet<MessageQueue>) {
-        let entries: Vec<(MessageQueue, i64)> = {
+    pub async fn persist_all(&self, mqs: &BTreeSet<TopicQueue>) {
+        let entries: Vec<(TopicQueue, i64)> = {
             let mut t = self.table.lock();
             t.retain(|mq, _| mqs.contains(mq));
             t.iter().map(|(m, o)| (m.clone(), *o)).collect()
@@ -161,7 +161,7 @@ impl OffsetStore {
 
 /// `{"offsetTable":{<mq json>:offset,...}}` as fastjson writes
 /// `OffsetSerializeWrapper` (object keys).
-pub(crate) fn encode_file(table: &BTreeMap<MessageQueue, i64>) -> Vec<u8> {
+pub(crate) fn encode_file(table: &BTreeMap<TopicQueue, i64>) -> Vec<u8> {
     let mut out = b"{\"offsetTable\":{".to_vec();
     for (i, (mq, o)) in table.iter().enumerate() {
         if i > 0 {
@@ -175,7 +175,7 @@ pub(crate) fn encode_file(table: &BTreeMap<MessageQueue, i64>) -> Vec<u8> {
     out
 }
 
-fn load_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
+fn load_file(path: &Path) -> Result<BTreeMap<TopicQueue, i64>> {
     let io_err = |source| ClientError::OffsetFile {
         path: path.display().to_string(),
         source,
@@ -189,7 +189,7 @@ fn load_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
 }
 
 /// Parses an offset file (`OffsetSerializeWrapper`, MessageQueue object keys).
-pub(crate) fn decode_file(text: &[u8]) -> std::result::Result<BTreeMap<MessageQueue, i64>, String> {
+pub(crate) fn decode_file(text: &[u8]) -> std::result::Result<BTreeMap<TopicQueue, i64>, String> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Wrapper {
@@ -197,14 +197,14 @@ pub(crate) fn decode_file(text: &[u8]) -> std::result::Result<BTreeMap<MessageQu
             default,
             deserialize_with = "basalt_remoting::fastjson::mq_map::deserialize"
         )]
-        offset_table: Vec<(MessageQueue, i64)>,
+        offset_table: Vec<(TopicQueue, i64)>,
     }
     let w: Wrapper = basalt_remoting::fastjson::from_slice(text).map_err(|e| e.to_string())?;
     Ok(w.offset_table.into_iter().collect())
 }
 
 /// Replaces the file atomically: temp file, fsync, rename, fsync the directory.
-fn write_file(path: &Path, table: &BTreeMap<MessageQueue, i64>) -> Result<()> {
+fn write_file(path: &Path, table: &BTreeMap<TopicQueue, i64>) -> Result<()> {
     let io_err = |source| ClientError::OffsetFile {
         path: path.display().to_string(),
         source,
@@ -233,8 +233,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g").join("offsets.json");
         let mut t = BTreeMap::new();
-        t.insert(MessageQueue::new("T", "broker-a", 0), 17);
-        t.insert(MessageQueue::new("T", "broker-a", 1), 4);
+        t.insert(TopicQueue::new("T", "broker-a", 0), 17);
+        t.insert(TopicQueue::new("T", "broker-a", 1), 4);
         write_file(&path, &t).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with(
@@ -252,7 +252,7 @@ mod tests {
     fn increase_only_updates_never_go_back() {
         let inst = ClientInstance::new(crate::ClientConfig::new("127.0.0.1:1"));
         let store = OffsetStore::remote("G", inst);
-        let mq = MessageQueue::new("T", "b", 0);
+        let mq = TopicQueue::new("T", "b", 0);
         store.update(&mq, 10, true);
         store.update(&mq, 7, true);
         assert_eq!(store.read_memory(&mq), Some(10));

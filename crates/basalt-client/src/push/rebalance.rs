@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use super::process_queue::ProcessQueue;
 use super::{ConsumeFromWhere, MessageModel, PushInner, consume, pull_loop};
 use crate::error::{ClientError, Result};
-use crate::message::MessageQueue;
+use crate::message::TopicQueue;
 
 /// Orderly consumers renew their queue locks this often
 /// (`REBALANCE_LOCK_INTERVAL`).
@@ -40,7 +40,7 @@ impl PushInner {
             }
         }
         // Queues of topics no longer subscribed (`truncateMessageQueueNotMyTopic`).
-        let stale: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+        let stale: Vec<(TopicQueue, Arc<ProcessQueue>)> = self
             .process_queues
             .lock()
             .iter()
@@ -56,7 +56,7 @@ impl PushInner {
 
     async fn rebalance_topic(self: &Arc<Self>, topic: &str) -> Result<()> {
         let queues = self.topic_queues.read().get(topic).cloned();
-        let assigned: BTreeSet<MessageQueue> = match self.options.message_model {
+        let assigned: BTreeSet<TopicQueue> = match self.options.message_model {
             MessageModel::Broadcasting => match queues {
                 Some(q) => q,
                 None => return Ok(()),
@@ -73,7 +73,7 @@ impl PushInner {
                 }
                 cids.sort();
                 // A BTreeSet iterates in Java's MessageQueue order.
-                let all: Vec<MessageQueue> = queues.into_iter().collect();
+                let all: Vec<TopicQueue> = queues.into_iter().collect();
                 self.options
                     .allocate_strategy
                     .allocate(self.instance.client_id(), &all, &cids)
@@ -91,10 +91,36 @@ impl PushInner {
     pub(crate) async fn update_process_queues(
         self: &Arc<Self>,
         topic: &str,
-        assigned: &BTreeSet<MessageQueue>,
+        assigned: &BTreeSet<TopicQueue>,
     ) -> bool {
-        let locks = self.needs_locks();
-        let to_remove: Vec<(MessageQueue, Arc<ProcessQueue>)> = {
+        let dropped = self.drop_unassigned(topic, assigned).await;
+        let (started, lock_failed) = self.add_assigned(assigned).await;
+        let changed = dropped || !started.is_empty();
+        if lock_failed {
+            let weak = Arc::downgrade(self);
+            tokio::spawn(async move {
+                tokio::time::sleep(RELOCK_DELAY).await;
+                if let Some(me) = weak.upgrade() {
+                    me.instance.rebalance_now();
+                }
+            });
+        }
+        if changed {
+            // Tell the brokers the subscription changed (`messageQueueChanged`)
+            // before the new pulls carry the new version.
+            if let Some(sub) = self.subscriptions.write().get_mut(topic) {
+                sub.sub_version = basalt_common::time::now_millis().max(sub.sub_version + 1);
+            }
+            self.instance.send_heartbeat_to_all_brokers().await;
+        }
+        self.start_pulls(started);
+        changed
+    }
+
+    /// Drops the held queues of `topic` that are not in `assigned`, were
+    /// dropped, or whose pull task ended. Returns whether it dropped any.
+    async fn drop_unassigned(&self, topic: &str, assigned: &BTreeSet<TopicQueue>) -> bool {
+        let to_remove: Vec<(TopicQueue, Arc<ProcessQueue>)> = {
             let table = self.process_queues.lock();
             let tasks = self.pull_tasks.lock();
             table
@@ -108,13 +134,24 @@ impl PushInner {
                 .map(|(m, p)| (m.clone(), p.clone()))
                 .collect()
         };
-        let mut changed = false;
+        let dropped = !to_remove.is_empty();
         for (mq, pq) in to_remove {
             pq.set_dropped();
             self.remove_unnecessary(&mq).await;
             self.forget_queue(&mq, &pq);
-            changed = true;
         }
+        dropped
+    }
+
+    /// Adds a process queue for each queue of `assigned` not held yet
+    /// (locked at the broker first in orderly clustering mode), from its
+    /// start offset. Returns the queues added with their start offsets, and
+    /// whether some lock could not be taken.
+    async fn add_assigned(
+        &self,
+        assigned: &BTreeSet<TopicQueue>,
+    ) -> (Vec<(TopicQueue, Arc<ProcessQueue>, i64)>, bool) {
+        let locks = self.needs_locks();
         let mut started = Vec::new();
         let mut lock_failed = false;
         for mq in assigned {
@@ -144,30 +181,18 @@ impl PushInner {
                     if inserted {
                         tracing::info!(group = %self.group, queue = %mq, offset, "queue assigned");
                         started.push((mq.clone(), pq, offset));
-                        changed = true;
                     }
                 }
                 Err(e) => tracing::warn!(group = %self.group, queue = %mq, error = %e,
                     "cannot compute the start offset; retrying at the next rebalance"),
             }
         }
-        if lock_failed {
-            let weak = Arc::downgrade(self);
-            tokio::spawn(async move {
-                tokio::time::sleep(RELOCK_DELAY).await;
-                if let Some(me) = weak.upgrade() {
-                    me.instance.rebalance_now();
-                }
-            });
-        }
-        if changed {
-            // Tell the brokers the subscription changed (`messageQueueChanged`)
-            // before the new pulls carry the new version.
-            if let Some(sub) = self.subscriptions.write().get_mut(topic) {
-                sub.sub_version = basalt_common::time::now_millis().max(sub.sub_version + 1);
-            }
-            self.instance.send_heartbeat_to_all_brokers().await;
-        }
+        (started, lock_failed)
+    }
+
+    /// Spawns the pull task (and in orderly mode the consume loop) of each
+    /// newly added queue, unless the consumer is stopping.
+    fn start_pulls(self: &Arc<Self>, started: Vec<(TopicQueue, Arc<ProcessQueue>, i64)>) {
         for (mq, pq, offset) in started {
             if !self.is_running() {
                 break;
@@ -184,7 +209,6 @@ impl PushInner {
                 tokio::spawn(consume::orderly_loop(self.clone(), shared, pq));
             }
         }
-        changed
     }
 
     fn needs_locks(&self) -> bool {
@@ -193,7 +217,7 @@ impl PushInner {
 
     /// Commits and forgets a queue's offset, and releases its broker lock
     /// (`removeUnnecessaryMessageQueue`).
-    pub(crate) async fn remove_unnecessary(&self, mq: &MessageQueue) {
+    pub(crate) async fn remove_unnecessary(&self, mq: &TopicQueue) {
         self.offsets().persist(mq).await;
         self.offsets().remove(mq);
         if self.needs_locks()
@@ -214,13 +238,13 @@ impl PushInner {
     pub(crate) async fn reset_offsets_now(
         self: &Arc<Self>,
         topic: &str,
-        offsets: &BTreeMap<MessageQueue, i64>,
+        offsets: &BTreeMap<TopicQueue, i64>,
     ) {
         if !self.is_running() {
             return;
         }
         let _no_rebalance = self.rebalance_lock.lock().await;
-        let held: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> = self
+        let held: Vec<(TopicQueue, Arc<ProcessQueue>, i64)> = self
             .process_queues
             .lock()
             .iter()
@@ -239,7 +263,7 @@ impl PushInner {
     }
 
     /// Removes `pq` from the tables if it is still the one registered for `mq`.
-    pub(crate) fn forget_queue(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) {
+    pub(crate) fn forget_queue(&self, mq: &TopicQueue, pq: &Arc<ProcessQueue>) {
         let mut table = self.process_queues.lock();
         if table.get(mq).is_some_and(|p| Arc::ptr_eq(p, pq)) {
             table.remove(mq);
@@ -249,7 +273,7 @@ impl PushInner {
 
     /// Where a newly assigned queue starts (`computePullFromWhereWithException`):
     /// the stored offset if the group has one, else per `consume_from_where`.
-    pub(crate) async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Result<i64> {
+    pub(crate) async fn compute_pull_from_where(&self, mq: &TopicQueue) -> Result<i64> {
         let stored = self.offsets().read_store(mq).await?;
         if let Some(o) = stored.filter(|o| *o >= 0) {
             return Ok(o);
@@ -270,7 +294,7 @@ impl PushInner {
     }
 
     /// LOCK_BATCH_MQ for one queue at its master.
-    async fn lock_queue(&self, mq: &MessageQueue) -> bool {
+    async fn lock_queue(&self, mq: &TopicQueue) -> bool {
         let addr = match self.instance.master_of(mq).await {
             Ok(a) => a,
             Err(e) => {
@@ -298,7 +322,7 @@ impl PushInner {
             let Some(addr) = self.instance.master_addr(&broker) else {
                 continue;
             };
-            let mqs: Vec<MessageQueue> = queues.iter().map(|(m, _)| m.clone()).collect();
+            let mqs: Vec<TopicQueue> = queues.iter().map(|(m, _)| m.clone()).collect();
             match self.instance.lock_batch_mq(&addr, &self.group, &mqs).await {
                 Ok(locked) => {
                     for (mq, pq) in &queues {
@@ -311,8 +335,8 @@ impl PushInner {
     }
 
     /// Releases the broker locks of `held` (shutdown).
-    pub(crate) async fn unlock_all(&self, held: &BTreeSet<MessageQueue>) {
-        let mut by_broker: BTreeMap<String, Vec<MessageQueue>> = BTreeMap::new();
+    pub(crate) async fn unlock_all(&self, held: &BTreeSet<TopicQueue>) {
+        let mut by_broker: BTreeMap<String, Vec<TopicQueue>> = BTreeMap::new();
         for mq in held {
             by_broker
                 .entry(mq.broker_name.clone())
@@ -331,7 +355,7 @@ impl PushInner {
         }
     }
 
-    fn queues_by_broker(&self) -> BTreeMap<String, Vec<(MessageQueue, Arc<ProcessQueue>)>> {
+    fn queues_by_broker(&self) -> BTreeMap<String, Vec<(TopicQueue, Arc<ProcessQueue>)>> {
         let mut out: BTreeMap<String, Vec<_>> = BTreeMap::new();
         for (mq, pq) in self.process_queues.lock().iter() {
             out.entry(mq.broker_name.clone())

@@ -1,4 +1,5 @@
-//! Typed custom headers: each maps to and from a command's ext fields (spec §1.5).
+//! Typed custom headers: each maps to and from a command's ext fields
+//! (docs/protocol.md#ext-fields).
 //!
 //! Field keys are the Java field names of the RocketMQ header classes. A
 //! required field that is missing or does not parse is a [`HeaderError`]
@@ -134,7 +135,7 @@ macro_rules! header {
 pub(crate) use header;
 
 header! {
-    /// PULL_MESSAGE (11) / LITE_PULL_MESSAGE (361) request (spec §2.4).
+    /// PULL_MESSAGE (11) / LITE_PULL_MESSAGE (361) request (docs/protocol.md#pull).
     pub struct PullMessageRequestHeader {
         consumer_group: String = "consumerGroup",
         topic: String = "topic",
@@ -265,7 +266,7 @@ header! {
 }
 
 header! {
-    /// CONSUMER_SEND_MSG_BACK (36) request (spec §2.7); `offset` is the
+    /// CONSUMER_SEND_MSG_BACK (36) request (docs/protocol.md#send-back); `offset` is the
     /// CommitLog physical offset.
     pub struct ConsumerSendMsgBackRequestHeader {
         offset: i64 = "offset",
@@ -314,7 +315,8 @@ header! {
 }
 
 header! {
-    /// REGISTER_BROKER (103) request (spec §2.10). `bodyCrc32` 0 or absent
+    /// REGISTER_BROKER (103) request (docs/protocol.md#broker-registration).
+    /// `bodyCrc32` 0 or absent
     /// means "no check".
     pub struct RegisterBrokerRequestHeader {
         broker_name: String = "brokerName",
@@ -404,7 +406,7 @@ header! {
 }
 
 header! {
-    /// END_TRANSACTION (37) request (spec §2.9). `commitOrRollback` is
+    /// END_TRANSACTION (37) request (docs/protocol.md#transactions). `commitOrRollback` is
     /// 0 (unknown), 8 (commit) or 12 (rollback).
     pub struct EndTransactionRequestHeader {
         topic: Option<String> = "topic",

@@ -1,4 +1,4 @@
-//! Producer send headers (spec §2.3): one struct for both the V1 (long names,
+//! Producer send headers (docs/protocol.md#send): one struct for both the V1 (long names,
 //! SEND_MESSAGE) and V2 (keys `a`..`n`, SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE) forms.
 
 use super::{CommandHeader, ExtValue, header};

@@ -1,4 +1,5 @@
-//! Client-facing bodies: heartbeat (spec §2.5), consumer list, queue locks (§2.8).
+//! Client-facing bodies: heartbeat (docs/protocol.md#heartbeat), consumer list,
+//! queue locks (docs/protocol.md#queue-locks).
 
 use serde::{Deserialize, Serialize};
 

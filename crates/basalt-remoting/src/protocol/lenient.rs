@@ -1,5 +1,5 @@
 //! Serde helpers for fastjson-written bodies: null reads as the default, and
-//! numbers and booleans may arrive as strings (spec §1.6 #4, #8).
+//! numbers and booleans may arrive as strings (docs/protocol.md#fastjson-quirks).
 
 use std::fmt;
 use std::marker::PhantomData;

@@ -1,4 +1,4 @@
-//! Route bodies served by the NameServer (spec §2.10): TopicRouteData,
+//! Route bodies served by the NameServer (docs/protocol.md#topic-routes): TopicRouteData,
 //! QueueData, BrokerData, ClusterInfo, TopicList.
 //!
 //! Readers accept fastjson input (bare keys, `topicSynFlag`, numbers as

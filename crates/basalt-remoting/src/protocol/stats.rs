@@ -1,5 +1,5 @@
 //! Admin statistics bodies whose maps fastjson keys by `MessageQueue` objects
-//! (spec §1.6 #2): ConsumeStats, TopicStatsTable. Also KVTable.
+//! (docs/protocol.md#fastjson-quirks): ConsumeStats, TopicStatsTable. Also KVTable.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! Topic configuration bodies: DataVersion, TopicConfig, the wrapper a broker
 //! registers with, and REGISTER_BROKER's body in plain and compressed form
-//! (spec §2.10, §5.5).
+//! (docs/protocol.md#broker-registration, docs/storage-format.md#topicsjson).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -191,7 +191,8 @@ impl RegisterBrokerBody {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    /// The compressed form (spec §2.10): a zlib stream of length-prefixed parts.
+    /// The compressed form (docs/protocol.md#broker-registration): a zlib
+    /// stream of length-prefixed parts.
     pub fn encode_compressed(&self, broker_version: i32) -> Result<Vec<u8>, BodyError> {
         let mut raw = Vec::new();
         let put = |raw: &mut Vec<u8>, bytes: &[u8]| {

@@ -137,7 +137,7 @@ impl Standalone {
         let err_file = log_file
             .try_clone()
             .map_err(|e| format!("{}: {e}", log.display()))?;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
+        let mut cmd = Command::new(broker_binary());
         cmd.arg("standalone")
             .arg("--data")
             .arg(data)
@@ -269,7 +269,7 @@ impl Standalone {
 
     /// The process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child.as_ref().map(|c| c.id())
     }
 
     /// Whether the process is still running.
@@ -311,4 +311,21 @@ pub fn store_check(data: &Path) -> (bool, String) {
 /// Time left until `deadline` (zero when passed).
 pub fn left(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
+}
+
+/// A field of `/proc/PID/status` in kB (VmRSS, RssAnon, ...).
+pub fn proc_status_kb(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// The `basalt` binary to start as the broker: the one built with these
+/// tests, or `BASALT_TEST_BROKER_BIN` (to run the same tests against another
+/// build, for example to show that a case fails on an older one).
+pub fn broker_binary() -> PathBuf {
+    std::env::var_os("BASALT_TEST_BROKER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_basalt")))
 }

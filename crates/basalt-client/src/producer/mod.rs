@@ -1,7 +1,7 @@
 //! [`Producer`]: sends messages (Java `DefaultMQProducer` / `DefaultMQProducerImpl`).
 //!
 //! A send picks a writable queue round-robin, writes a `SEND_MESSAGE_V2`
-//! request (short header keys `a`..`n`, spec §2.3) and, for a synchronous
+//! request (short header keys `a`..`n`, docs/protocol.md#send) and, for a synchronous
 //! send, retries on connection failures and on the response codes Java
 //! retries on, avoiding the broker that just failed, all within one overall
 //! timeout.
@@ -10,25 +10,22 @@
 //! the transport's own; it builds each request's ext fields once per
 //! attempt and shares the body (`Bytes`) instead of copying it.
 
+mod send_request;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use basalt_common::batch::{self, BatchEntry};
-use basalt_common::constants::{property, topic as reserved};
-use basalt_common::sysflag;
-use basalt_remoting::code::{request, response};
-use basalt_remoting::header::{CommandHeader, SendMessageResponseHeader};
-use basalt_remoting::{ExtFields, RemotingCommand};
-use bytes::Bytes;
+use basalt_common::constants::topic as reserved;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
 use crate::instance::{CLIENT_INNER_PRODUCER_GROUP, ClientInstance};
-use crate::message::{Message, MessageQueue, fmt_i64, itoa_buf, push_prop};
+use crate::message::{Message, TopicQueue};
 use crate::route::TopicPublishInfo;
+use send_request::{Prepared, process_send_response};
 
 /// Producer settings (Java `DefaultMQProducer` fields and defaults).
 #[derive(Debug, Clone)]
@@ -102,7 +99,7 @@ pub struct SendResult {
     /// The broker's offset msgId(s); comma-separated for a batch.
     pub offset_msg_id: String,
     /// The queue the message went to.
-    pub queue: MessageQueue,
+    pub queue: TopicQueue,
     /// ConsumeQueue offset of the (first) message.
     pub queue_offset: i64,
     pub transaction_id: Option<String>,
@@ -115,42 +112,6 @@ pub struct SendResult {
 const CREATED: u8 = 0;
 const RUNNING: u8 = 1;
 const STOPPED: u8 = 2;
-
-/// Ext-field keys of a send header: V1 names and V2 short keys (spec §2.3).
-const V1_KEYS: [&str; 14] = [
-    "producerGroup",
-    "topic",
-    "defaultTopic",
-    "defaultTopicQueueNums",
-    "queueId",
-    "sysFlag",
-    "bornTimestamp",
-    "flag",
-    "properties",
-    "reconsumeTimes",
-    "unitMode",
-    "maxReconsumeTimes",
-    "batch",
-    "bname",
-];
-const V2_KEYS: [&str; 14] = [
-    "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n",
-];
-
-/// A message (or batch) made ready to send: everything but the queue and
-/// the timestamp, which each attempt sets.
-struct Prepared<'a> {
-    topic: &'a str,
-    /// The client id(s) to report in the result.
-    msg_ids: String,
-    properties: String,
-    body: Bytes,
-    sys_flag: i32,
-    flag: i32,
-    batch: bool,
-    reconsume_times: i32,
-    max_reconsume_times: Option<i32>,
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -309,7 +270,7 @@ impl Producer {
     }
 
     /// The writable queues of `topic` (the route, or the auto-create route).
-    pub async fn fetch_publish_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+    pub async fn fetch_publish_queues(&self, topic: &str) -> Result<Vec<TopicQueue>> {
         basalt_common::topic::validate_topic(topic)
             .map_err(|e| ClientError::InvalidArgument(e.to_string()))?;
         let info = self
@@ -327,7 +288,7 @@ impl Producer {
         // The topic name is checked when it is first looked up (a cached
         // route means it passed already).
         msg.validate_content(self.inner.options.max_message_size)?;
-        let prepared = self.prepare(msg)?;
+        let prepared = Prepared::single(msg, &self.inner.instance, &self.inner.options)?;
         let r = self.send_default(prepared, Mode::Sync).await?;
         r.ok_or_else(|| {
             ClientError::InvalidArgument("a synchronous send returned no result".into())
@@ -343,7 +304,7 @@ impl Producer {
                 "the message body length is zero".into(),
             ));
         }
-        let prepared = self.prepare(msg)?;
+        let prepared = Prepared::single(msg, &self.inner.instance, &self.inner.options)?;
         let r = self.send_default(prepared, Mode::Sync).await?;
         r.ok_or_else(|| {
             ClientError::InvalidArgument("a synchronous send returned no result".into())
@@ -361,13 +322,13 @@ impl Producer {
     pub async fn send_oneway(&self, msg: &Message) -> Result<()> {
         self.check_running()?;
         msg.validate_content(self.inner.options.max_message_size)?;
-        let prepared = self.prepare(msg)?;
+        let prepared = Prepared::single(msg, &self.inner.instance, &self.inner.options)?;
         self.send_default(prepared, Mode::Oneway).await?;
         Ok(())
     }
 
     /// Sends to one given queue, once (no retries), as Java's `send(msg, mq)`.
-    pub async fn send_to(&self, msg: &Message, mq: &MessageQueue) -> Result<SendResult> {
+    pub async fn send_to(&self, msg: &Message, mq: &TopicQueue) -> Result<SendResult> {
         self.check_running()?;
         msg.validate(self.inner.options.max_message_size)?;
         if msg.topic != mq.topic {
@@ -392,7 +353,7 @@ impl Producer {
                     broker_name: mq.broker_name.clone(),
                 })?,
         };
-        let mut prepared = self.prepare(msg)?;
+        let mut prepared = Prepared::single(msg, &self.inner.instance, &self.inner.options)?;
         let left = deadline.saturating_duration_since(Instant::now());
         let r = self
             .send_kernel(&prepared, mq, &addr, Mode::Sync, left)
@@ -406,148 +367,15 @@ impl Producer {
         })
     }
 
-    /// Sends messages of one topic as one `SEND_BATCH_MESSAGE` (spec §2.3).
+    /// Sends messages of one topic as one `SEND_BATCH_MESSAGE` (docs/protocol.md#send).
     /// All must share the topic and `wait_store_msg_ok`, have no delay level
     /// and not target a retry topic. The result's ids are comma-separated.
     pub async fn send_batch(&self, msgs: &[Message]) -> Result<SendResult> {
         self.check_running()?;
-        let prepared = self.prepare_batch(msgs)?;
+        let prepared = Prepared::batch(msgs, &self.inner.instance, &self.inner.options)?;
         let r = self.send_default(prepared, Mode::Sync).await?;
         r.ok_or_else(|| {
             ClientError::InvalidArgument("a synchronous send returned no result".into())
-        })
-    }
-
-    fn prepare<'a>(&self, msg: &'a Message) -> Result<Prepared<'a>> {
-        let uniq = match msg.uniq_key() {
-            Some(k) => k.to_string(),
-            None => self.inner.instance.next_uniq_key(),
-        };
-        let mut properties = String::with_capacity(msg.properties_len_hint());
-        msg.write_properties(&uniq, &mut properties);
-        if properties.len() > basalt_common::properties::MAX_PROPERTIES_LEN {
-            return Err(ClientError::InvalidMessage(format!(
-                "the properties take {} bytes, more than {}",
-                properties.len(),
-                basalt_common::properties::MAX_PROPERTIES_LEN
-            )));
-        }
-        let mut body = msg.body.clone();
-        let mut sys_flag = 0;
-        if let Some(over) = self.inner.options.compress_over
-            && body.len() >= over
-        {
-            match crate::decode::deflate(&body) {
-                Ok(packed) if packed.len() < body.len() => {
-                    body = Bytes::from(packed);
-                    sys_flag |= sysflag::COMPRESSED | ZLIB_COMPRESSION_FLAG;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "compression failed; sending uncompressed")
-                }
-            }
-        }
-        let mut reconsume_times = 0;
-        let mut max_reconsume_times = None;
-        if msg.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
-            if let Some(v) = msg.properties.get(property::RECONSUME_TIME) {
-                reconsume_times = v.parse().unwrap_or(0);
-            }
-            max_reconsume_times = msg
-                .properties
-                .get(property::MAX_RECONSUME_TIMES)
-                .and_then(|v| v.parse().ok());
-        }
-        Ok(Prepared {
-            topic: &msg.topic,
-            msg_ids: uniq,
-            properties,
-            body,
-            sys_flag,
-            flag: msg.flag,
-            batch: false,
-            reconsume_times,
-            max_reconsume_times,
-        })
-    }
-
-    fn prepare_batch<'a>(&self, msgs: &'a [Message]) -> Result<Prepared<'a>> {
-        let Some(first) = msgs.first() else {
-            return Err(ClientError::InvalidMessage("the batch is empty".into()));
-        };
-        let mut entries = Vec::with_capacity(msgs.len());
-        let mut ids = String::with_capacity(msgs.len() * 33);
-        for m in msgs {
-            m.validate(self.inner.options.max_message_size)?;
-            if m.delay_level > 0 {
-                return Err(ClientError::InvalidMessage(
-                    "a delay level is not supported in a batch".into(),
-                ));
-            }
-            if m.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
-                return Err(ClientError::InvalidMessage(
-                    "a retry topic is not supported in a batch".into(),
-                ));
-            }
-            if m.topic != first.topic {
-                return Err(ClientError::InvalidMessage(
-                    "the messages of a batch must share one topic".into(),
-                ));
-            }
-            if m.wait_store_msg_ok != first.wait_store_msg_ok {
-                return Err(ClientError::InvalidMessage(
-                    "the messages of a batch must share waitStoreMsgOK".into(),
-                ));
-            }
-            let uniq = match m.uniq_key() {
-                Some(k) => k.to_string(),
-                None => self.inner.instance.next_uniq_key(),
-            };
-            let mut props = String::with_capacity(m.properties_len_hint());
-            m.write_properties(&uniq, &mut props);
-            if !ids.is_empty() {
-                ids.push(',');
-            }
-            ids.push_str(&uniq);
-            entries.push(BatchEntry {
-                flag: m.flag,
-                body: m.body.clone(),
-                properties: Bytes::from(props.into_bytes()),
-            });
-        }
-        let body =
-            batch::encode(&entries).map_err(|e| ClientError::InvalidMessage(e.to_string()))?;
-        if body.len() > self.inner.options.max_message_size {
-            return Err(ClientError::InvalidMessage(format!(
-                "the batch body of {} bytes exceeds the maximum {}",
-                body.len(),
-                self.inner.options.max_message_size
-            )));
-        }
-        // Batch-level properties: only WAIT. (A 4.9 broker appends these to
-        // every message, so a batch-level UNIQ_KEY would replace each
-        // message's own id.)
-        let mut properties = String::with_capacity(16);
-        push_prop(
-            &mut properties,
-            property::WAIT,
-            if first.wait_store_msg_ok {
-                "true"
-            } else {
-                "false"
-            },
-        );
-        Ok(Prepared {
-            topic: &first.topic,
-            msg_ids: ids,
-            properties,
-            body: Bytes::from(body),
-            sys_flag: 0,
-            flag: 0,
-            batch: true,
-            reconsume_times: 0,
-            max_reconsume_times: None,
         })
     }
 
@@ -557,7 +385,7 @@ impl Producer {
         let start = Instant::now();
         let deadline = start + opts.send_timeout;
         let instance = &self.inner.instance;
-        let info: Arc<TopicPublishInfo> = match instance.publish_info(p.topic) {
+        let info: Arc<TopicPublishInfo> = match instance.routes().publish_info(p.topic) {
             Some(i) => i,
             None => {
                 // A topic is checked once, before its first lookup.
@@ -637,12 +465,17 @@ impl Producer {
     async fn send_kernel(
         &self,
         p: &Prepared<'_>,
-        mq: &MessageQueue,
+        mq: &TopicQueue,
         addr: &str,
         mode: Mode,
         timeout: Duration,
     ) -> Result<Option<SendResult>> {
-        let cmd = self.build_request(p, mq);
+        let cmd = p.to_request(
+            &self.inner.instance,
+            &self.inner.group,
+            &self.inner.options,
+            mq,
+        );
         let instance = &self.inner.instance;
         match mode {
             Mode::Oneway => {
@@ -655,86 +488,4 @@ impl Producer {
             }
         }
     }
-
-    fn build_request(&self, p: &Prepared<'_>, mq: &MessageQueue) -> RemotingCommand {
-        let opts = &self.inner.options;
-        let (code, keys) = if p.batch {
-            (request::SEND_BATCH_MESSAGE, &V2_KEYS)
-        } else if opts.send_smart_msg {
-            (request::SEND_MESSAGE_V2, &V2_KEYS)
-        } else {
-            (request::SEND_MESSAGE, &V1_KEYS)
-        };
-        let mut ext = ExtFields::with_capacity(14);
-        let mut buf = itoa_buf();
-        ext.push(keys[0], &self.inner.group);
-        ext.push(keys[1], p.topic);
-        ext.push(keys[2], &opts.create_topic_key);
-        ext.push(
-            keys[3],
-            fmt_i64(&mut buf, opts.default_topic_queue_nums as i64),
-        );
-        ext.push(keys[4], fmt_i64(&mut buf, mq.queue_id as i64));
-        ext.push(keys[5], fmt_i64(&mut buf, p.sys_flag as i64));
-        ext.push(
-            keys[6],
-            fmt_i64(&mut buf, basalt_common::time::now_millis()),
-        );
-        ext.push(keys[7], fmt_i64(&mut buf, p.flag as i64));
-        ext.push(keys[8], &p.properties);
-        ext.push(keys[9], fmt_i64(&mut buf, p.reconsume_times as i64));
-        ext.push(keys[10], "false");
-        if let Some(max) = p.max_reconsume_times {
-            ext.push(keys[11], fmt_i64(&mut buf, max as i64));
-        }
-        ext.push(keys[12], if p.batch { "true" } else { "false" });
-        ext.push(keys[13], &mq.broker_name);
-        let mut cmd = self.inner.instance.request(code);
-        cmd.ext_fields = ext;
-        cmd.body = p.body.clone();
-        cmd
-    }
-}
-
-/// `COMPRESSION_ZLIB_TYPE` (3 << 8), set with COMPRESSED since 4.9.4.
-const ZLIB_COMPRESSION_FLAG: i32 = 3 << 8;
-
-/// Java's `processSendResponse`: SUCCESS and the three "stored, but" codes
-/// give a result; anything else is a broker error.
-fn process_send_response(
-    addr: &str,
-    resp: RemotingCommand,
-    mq: &MessageQueue,
-) -> Result<SendResult> {
-    let status = match resp.code {
-        response::SUCCESS => SendStatus::SendOk,
-        response::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
-        response::FLUSH_SLAVE_TIMEOUT => SendStatus::FlushSlaveTimeout,
-        response::SLAVE_NOT_AVAILABLE => SendStatus::SlaveNotAvailable,
-        code => return Err(ClientError::broker(code, resp.remark, addr)),
-    };
-    let header = SendMessageResponseHeader::from_ext(&resp.ext_fields)
-        .map_err(|e| ClientError::bad_response(addr, e))?;
-    let region_id = resp
-        .ext_fields
-        .get(property::MSG_REGION)
-        .filter(|r| !r.is_empty())
-        .unwrap_or("DefaultRegion")
-        .to_string();
-    let trace_on = resp.ext_fields.get(property::TRACE_ON) != Some("false");
-    Ok(SendResult {
-        status,
-        // The caller moves the ids in (no copy per send).
-        msg_id: String::new(),
-        offset_msg_id: header.msg_id,
-        queue: MessageQueue {
-            topic: mq.topic.clone(),
-            broker_name: mq.broker_name.clone(),
-            queue_id: header.queue_id,
-        },
-        queue_offset: header.queue_offset,
-        transaction_id: header.transaction_id,
-        region_id,
-        trace_on,
-    })
 }
