@@ -113,6 +113,14 @@ pub struct BrokerConfig {
     pub dleger_preferred_leader: String,
     /// Maximum frame size accepted from clients.
     pub max_frame_size: usize,
+    /// Client connections open at once (`serverMaxConnections`); more are
+    /// closed as soon as they are accepted.
+    pub server_max_connections: usize,
+    /// Requests of one connection processed at once before it stops being
+    /// read (`serverMaxInflightRequestsPerConnection`).
+    pub server_max_inflight_per_connection: usize,
+    /// Requests processed at once over all connections (`serverMaxInflightRequests`).
+    pub server_max_inflight_requests: usize,
     /// Most queues a topic may have (read or write), whoever creates it.
     pub max_queue_nums_per_topic: i32,
     /// Most topics this broker holds; creating more is refused.
@@ -186,6 +194,10 @@ impl Default for BrokerConfig {
             dleger_ack_in_memory: false,
             dleger_preferred_leader: String::new(),
             max_frame_size: 16 * 1024 * 1024,
+            server_max_connections: basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS,
+            server_max_inflight_per_connection:
+                basalt_remoting::transport::DEFAULT_MAX_INFLIGHT_PER_CONNECTION,
+            server_max_inflight_requests: basalt_remoting::transport::DEFAULT_MAX_INFLIGHT_REQUESTS,
             max_queue_nums_per_topic: 1024,
             max_topic_count: 100_000,
             max_subscription_group_count: 100_000,
@@ -217,6 +229,14 @@ where
     v.trim()
         .parse::<T>()
         .map_err(|e| invalid(key, v, &e.to_string()))
+}
+
+/// A count that must be at least 1.
+fn parse_count(key: &str, v: &str) -> Result<usize, ConfigError> {
+    match parse_num::<usize>(key, v)? {
+        0 => Err(invalid(key, v, "must be at least 1")),
+        n => Ok(n),
+    }
 }
 
 fn parse_millis(key: &str, v: &str) -> Result<Duration, ConfigError> {
@@ -349,6 +369,11 @@ impl BrokerConfig {
                 self.dleger_preferred_leader = v.to_string()
             }
             "maxFrameSize" => self.max_frame_size = parse_num(key, v)?,
+            "serverMaxConnections" => self.server_max_connections = parse_count(key, v)?,
+            "serverMaxInflightRequestsPerConnection" => {
+                self.server_max_inflight_per_connection = parse_count(key, v)?
+            }
+            "serverMaxInflightRequests" => self.server_max_inflight_requests = parse_count(key, v)?,
             "maxQueueNumsPerTopic" => {
                 self.max_queue_nums_per_topic = parse_num(key, v)?;
                 let max = basalt_store::names::MAX_QUEUE_ID + 1;
@@ -587,5 +612,20 @@ mod tests {
             .apply(&properties_pairs("diskSpaceWarningLevelRatio=101"))
             .unwrap_err();
         assert!(e.to_string().contains("diskSpaceWarningLevelRatio"), "{e}");
+    }
+
+    #[test]
+    fn connection_limits() {
+        let mut c = BrokerConfig::default();
+        assert!(c.server_max_connections >= 1000);
+        let text = "serverMaxConnections=300\nserverMaxInflightRequestsPerConnection=16\nserverMaxInflightRequests=1000\n";
+        c.apply(&properties_pairs(text)).unwrap();
+        assert_eq!(c.server_max_connections, 300);
+        assert_eq!(c.server_max_inflight_per_connection, 16);
+        assert_eq!(c.server_max_inflight_requests, 1000);
+        let e = c
+            .apply(&properties_pairs("serverMaxConnections=0"))
+            .unwrap_err();
+        assert!(e.to_string().contains("serverMaxConnections"), "{e}");
     }
 }

@@ -200,6 +200,9 @@ fn assemble(
 fn serve(broker: &Arc<Broker>, listener: TcpListener) -> ServerHandle {
     let mut server_cfg = ServerConfig::default();
     server_cfg.connection.max_frame_size = broker.config.max_frame_size;
+    server_cfg.connection.max_inflight_requests = broker.config.server_max_inflight_per_connection;
+    server_cfg.max_connections = broker.config.server_max_connections;
+    server_cfg.max_inflight_requests = broker.config.server_max_inflight_requests;
     let processor = Arc::new(BrokerProcessor::new(broker));
     RemotingServer::serve(listener, processor, server_cfg)
 }

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use basalt_remoting::{RemotingServer, ServerHandle};
+use basalt_remoting::{RemotingServer, ServerConfig, ServerHandle};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -33,6 +33,9 @@ pub struct NamesrvConfig {
     pub broker_expiry: Duration,
     /// How often silent brokers are looked for.
     pub scan_interval: Duration,
+    /// Connections open at once; more are closed as soon as they are
+    /// accepted (the broker's `serverMaxConnections`).
+    pub max_connections: usize,
 }
 
 impl Default for NamesrvConfig {
@@ -41,6 +44,7 @@ impl Default for NamesrvConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 9876)),
             broker_expiry: Duration::from_millis(DEFAULT_BROKER_EXPIRY_MS as u64),
             scan_interval: Duration::from_secs(5),
+            max_connections: basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -65,12 +69,17 @@ impl NameServer {
     pub async fn start(config: NamesrvConfig) -> Result<NameServerHandle, NamesrvError> {
         let expiry_ms = config.broker_expiry.as_millis().min(i64::MAX as u128) as i64;
         let processor = Arc::new(NamesrvProcessor::new(RouteInfoManager::new(expiry_ms)));
-        let server = RemotingServer::bind(config.listen, processor.clone())
-            .await
-            .map_err(|source| NamesrvError::Bind {
-                addr: config.listen,
-                source,
-            })?;
+        let server_config = ServerConfig {
+            max_connections: config.max_connections,
+            ..ServerConfig::default()
+        };
+        let server =
+            RemotingServer::bind_with_config(config.listen, processor.clone(), server_config)
+                .await
+                .map_err(|source| NamesrvError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
         let (stop_tx, mut stop_rx) = watch::channel(false);
         let p = processor.clone();
         let period = config.scan_interval.max(Duration::from_millis(10));

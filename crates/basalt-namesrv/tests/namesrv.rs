@@ -24,6 +24,7 @@ async fn start(expiry: Duration, scan: Duration) -> (NameServerHandle, String) {
         listen: "127.0.0.1:0".parse().unwrap(),
         broker_expiry: expiry,
         scan_interval: scan,
+        ..Default::default()
     })
     .await
     .unwrap();

@@ -168,8 +168,10 @@ impl FrameDecoder {
     }
 
     /// Takes one complete frame off the front of `src` and decodes it.
-    /// `Ok(None)` means more bytes are needed (and `src` has been given room
-    /// for them). An error means the stream is unusable.
+    /// `Ok(None)` means more bytes are needed; making room for them is the
+    /// caller's choice (the transport grows its buffer with what arrives
+    /// rather than trusting the announced length). An error means the stream
+    /// is unusable.
     pub fn decode(&self, src: &mut BytesMut) -> Result<Option<RemotingCommand>, DecodeError> {
         if src.len() < 4 {
             return Ok(None);
@@ -183,7 +185,6 @@ impl FrameDecoder {
         }
         let need = 4 + len as usize;
         if src.len() < need {
-            src.reserve(need - src.len());
             return Ok(None);
         }
         let mut frame = src.split_to(need).freeze();

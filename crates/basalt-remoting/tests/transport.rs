@@ -524,3 +524,161 @@ async fn channel_closed_errors() {
     );
     server.shutdown().await;
 }
+
+const HELD: i32 = 1006;
+
+/// Holds every HELD request until the test releases it; answers the rest.
+struct Holding {
+    held: std::sync::atomic::AtomicUsize,
+    arrived: Notify,
+    release: tokio::sync::Semaphore,
+}
+
+impl Holding {
+    fn new() -> Arc<Self> {
+        Arc::new(Holding {
+            held: Default::default(),
+            arrived: Notify::new(),
+            release: tokio::sync::Semaphore::new(0),
+        })
+    }
+
+    /// Waits until `n` HELD requests are being processed.
+    async fn wait_held(&self, n: usize) {
+        loop {
+            let arrived = self.arrived.notified();
+            if self.held.load(std::sync::atomic::Ordering::SeqCst) >= n {
+                return;
+            }
+            arrived.await;
+        }
+    }
+}
+
+impl RequestProcessor for Holding {
+    async fn process(&self, _ch: &Channel, req: RemotingCommand) -> Option<RemotingCommand> {
+        if req.code == HELD {
+            self.held.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.arrived.notify_waiters();
+            if let Ok(p) = self.release.acquire().await {
+                p.forget();
+            }
+        }
+        Some(RemotingCommand::response_to(&req))
+    }
+}
+
+/// Starts `n` HELD requests from `client` and waits until all are held.
+async fn hold(
+    p: &Arc<Holding>,
+    client: &RemotingClient,
+    addr: &str,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let tasks = (0..n)
+        .map(|_| {
+            let (c, a) = (client.clone(), addr.to_string());
+            tokio::spawn(async move {
+                c.invoke(&a, RemotingCommand::request(HELD), T)
+                    .await
+                    .unwrap();
+            })
+        })
+        .collect();
+    p.wait_held(n).await;
+    tasks
+}
+
+const SHORT: Duration = Duration::from_millis(300);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_at_its_inflight_limit_is_not_read_but_others_are() {
+    let p = Holding::new();
+    let mut cfg = basalt_remoting::ServerConfig::default();
+    cfg.connection.max_inflight_requests = 2;
+    let server = RemotingServer::bind_with_config("127.0.0.1:0", p.clone(), cfg)
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let full = RemotingClient::default();
+    let held = hold(&p, &full, &addr, 2).await;
+    let err = full
+        .invoke(&addr, RemotingCommand::request(ECHO), SHORT)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::Timeout { .. }), "{err:?}");
+    // Another connection is served meanwhile.
+    let other = RemotingClient::default();
+    other
+        .invoke(&addr, RemotingCommand::request(ECHO), T)
+        .await
+        .unwrap();
+    p.release.add_permits(2);
+    for t in held {
+        t.await.unwrap();
+    }
+    full.invoke(&addr, RemotingCommand::request(ECHO), T)
+        .await
+        .unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_wide_inflight_limit_pauses_every_connection() {
+    let p = Holding::new();
+    let cfg = basalt_remoting::ServerConfig {
+        max_inflight_requests: 2,
+        ..Default::default()
+    };
+    let server = RemotingServer::bind_with_config("127.0.0.1:0", p.clone(), cfg)
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let first = RemotingClient::default();
+    let held = hold(&p, &first, &addr, 2).await;
+    let other = RemotingClient::default();
+    let err = other
+        .invoke(&addr, RemotingCommand::request(ECHO), SHORT)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::Timeout { .. }), "{err:?}");
+    p.release.add_permits(2);
+    for t in held {
+        t.await.unwrap();
+    }
+    other
+        .invoke(&addr, RemotingCommand::request(ECHO), T)
+        .await
+        .unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_cap_are_closed_at_once() {
+    let p = Arc::new(TestProcessor::default());
+    let cfg = basalt_remoting::ServerConfig {
+        max_connections: 3,
+        ..Default::default()
+    };
+    let server = RemotingServer::bind_with_config("127.0.0.1:0", p, cfg)
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let clients: Vec<RemotingClient> = (0..3).map(|_| RemotingClient::default()).collect();
+    for c in &clients {
+        c.invoke(&addr, RemotingCommand::request(ECHO), T)
+            .await
+            .unwrap();
+    }
+    for _ in 0..3 {
+        let s = TcpStream::connect(&addr).await.unwrap();
+        expect_closed_by_server(s).await;
+    }
+    for c in &clients {
+        c.invoke(&addr, RemotingCommand::request(ECHO), T)
+            .await
+            .unwrap();
+    }
+    assert_eq!(server.channels().len(), 3);
+    server.shutdown().await;
+}

@@ -288,6 +288,9 @@ pub struct NamesrvArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
     pub listen: std::net::IpAddr,
+    /// Connections open at once; more are closed as soon as they are accepted.
+    #[arg(long, default_value_t = basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 #[derive(Debug, Args)]

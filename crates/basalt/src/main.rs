@@ -4,19 +4,16 @@
 //! * `basalt namesrv` / `basalt broker -c FILE` — the two roles apart;
 //! * `basalt store check|dump DIR` — offline tools for a store directory.
 
+mod allocator;
 mod bench;
 mod cli;
 mod client_tools;
+mod fd_limit;
 mod histogram;
 mod serve;
 mod store_tools;
 
 use clap::Parser;
-
-/// A thread-caching allocator: the broker and the bench allocate per message
-/// on several threads, where glibc's malloc contends.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();

@@ -8,11 +8,13 @@ use basalt_broker::BrokerConfig;
 use basalt_namesrv::{NameServer, NamesrvConfig};
 
 use crate::cli::{BrokerArgs, NamesrvArgs, Overrides, StandaloneArgs};
+use crate::fd_limit;
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("basalt-worker")
+        .on_thread_park(crate::allocator::on_worker_park)
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
@@ -65,9 +67,13 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
     cfg.namesrv_addr = Some(format!("{}:{}", a.advertise, a.namesrv_port));
     apply_overrides(&mut cfg, &a.overrides)?;
     let rt = runtime()?;
+    let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
+        // The NameServer shares the broker's cap and this process's descriptors.
+        fd_limit::warn_if_caps_exceed(2 * cfg.server_max_connections, fds);
         let ns = NameServer::start(NamesrvConfig {
             listen: SocketAddr::new(a.listen, a.namesrv_port),
+            max_connections: cfg.server_max_connections,
             ..Default::default()
         })
         .await
@@ -106,9 +112,12 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
 
 pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
+    let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
+        fd_limit::warn_if_caps_exceed(a.max_connections, fds);
         let ns = NameServer::start(NamesrvConfig {
             listen: SocketAddr::new(a.listen, a.port),
+            max_connections: a.max_connections.max(1),
             ..Default::default()
         })
         .await
@@ -125,7 +134,9 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
     let mut cfg = BrokerConfig::load(&a.config).map_err(|e| e.to_string())?;
     apply_overrides(&mut cfg, &a.overrides)?;
     let rt = runtime()?;
+    let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
+        fd_limit::warn_if_caps_exceed(cfg.server_max_connections, fds);
         let broker = basalt_broker::start(cfg)
             .await
             .map_err(|e| format!("broker: {e}"))?;

@@ -43,6 +43,7 @@ pub async fn start_namesrv() -> (NameServerHandle, String) {
         listen: "127.0.0.1:0".parse().unwrap(),
         broker_expiry: Duration::from_secs(120),
         scan_interval: Duration::from_secs(60),
+        ..Default::default()
     })
     .await
     .unwrap();

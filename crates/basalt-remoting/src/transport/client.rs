@@ -167,6 +167,7 @@ impl RemotingClient {
             addr.to_string(),
             self.inner.dispatch.clone(),
             &self.inner.config.connection,
+            None,
         )
         .map_err(|source| RemotingError::Io {
             addr: addr.to_string(),

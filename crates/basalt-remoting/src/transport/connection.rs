@@ -1,35 +1,65 @@
-//! The two tasks of a connection.
+//! The two tasks of a connection: the reader here, the writer in
+//! [`super::writer`].
 //!
 //! The reader decodes frames, routes responses to waiting requests and runs
-//! each request until it first waits, then leaves it to a task of its own. The writer takes everything queued at once, encodes
-//! all headers into one buffer (copying small bodies next to them) and writes
-//! headers and large bodies with vectored writes, so a burst of responses costs
-//! one syscall and a large pull body is never copied.
+//! each request until it first waits, then leaves it to a task of its own.
+//! It holds no buffer while the peer is quiet: it waits for the socket to be
+//! readable and only then takes memory to read into (see [`ReadBuffer`]).
 
 use std::future::Future;
-use std::io::{self, IoSlice};
+use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
+use super::read_buffer::ReadBuffer;
+use super::writer::write_loop;
 use super::{Channel, ConnectionConfig, RequestProcessor};
-use crate::codec::{FrameDecoder, encode_header_into};
+use crate::codec::FrameDecoder;
 use crate::command::RemotingCommand;
 
-/// Commands taken from the queue per write.
-const MAX_BATCH: usize = 256;
-/// Bodies up to this size are copied next to their header; larger ones are
-/// written from their own buffer.
-const INLINE_BODY_MAX: usize = 4096;
-/// Minimum free space offered to each socket read.
-const READ_CHUNK: usize = 64 * 1024;
+/// The bounds on requests in flight a connection's reader obeys: its own,
+/// and optionally one shared by every connection of a server.
+#[derive(Clone)]
+struct InflightLimits {
+    connection: Arc<Semaphore>,
+    server: Option<Arc<Semaphore>>,
+}
+
+/// Held by a request while it is processed; dropping it lets the reader go on.
+struct InflightPermit {
+    _connection: OwnedSemaphorePermit,
+    _server: Option<OwnedSemaphorePermit>,
+}
+
+impl InflightLimits {
+    /// `per_connection` permits for this connection, plus the server's pool.
+    fn new(per_connection: usize, server: Option<Arc<Semaphore>>) -> Self {
+        Self {
+            connection: Arc::new(Semaphore::new(per_connection.max(1))),
+            server,
+        }
+    }
+
+    /// Waits for a permit of this connection, then one of the server's.
+    /// A connection at its own limit thus never holds server permits.
+    async fn acquire(&self) -> Option<InflightPermit> {
+        let connection = self.connection.clone().acquire_owned().await.ok()?;
+        let server = match &self.server {
+            Some(pool) => Some(pool.clone().acquire_owned().await.ok()?),
+            None => None,
+        };
+        Some(InflightPermit {
+            _connection: connection,
+            _server: server,
+        })
+    }
+}
 
 /// Starts the tasks of a connection and returns its channel plus a handle
 /// that completes when both tasks have stopped and `on_channel_closed` ran.
@@ -38,6 +68,7 @@ pub(crate) fn spawn_connection<P: RequestProcessor>(
     label: String,
     processor: Arc<P>,
     config: &ConnectionConfig,
+    server_inflight: Option<Arc<Semaphore>>,
 ) -> io::Result<(Channel, JoinHandle<()>)> {
     let remote = stream.peer_addr()?;
     let local = stream.local_addr()?;
@@ -46,12 +77,12 @@ pub(crate) fn spawn_connection<P: RequestProcessor>(
     let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
     let channel = Channel::new(remote, local, label, tx, config.max_frame_size);
     let decoder = FrameDecoder::new(config.max_frame_size);
-    let inflight = Arc::new(Semaphore::new(config.max_inflight_requests.max(1)));
+    let limits = InflightLimits::new(config.max_inflight_requests, server_inflight);
 
     let writer = tokio::spawn(write_loop(wr, rx, channel.clone()));
     let ch = channel.clone();
     let handle = tokio::spawn(async move {
-        read_loop(rd, &ch, &processor, decoder, inflight).await;
+        read_loop(rd, &ch, &processor, decoder, limits).await;
         ch.close();
         let _ = writer.await;
         processor.on_channel_closed(&ch);
@@ -61,179 +92,94 @@ pub(crate) fn spawn_connection<P: RequestProcessor>(
 }
 
 async fn read_loop<P: RequestProcessor>(
-    mut rd: OwnedReadHalf,
+    rd: OwnedReadHalf,
     channel: &Channel,
     processor: &Arc<P>,
     decoder: FrameDecoder,
-    inflight: Arc<Semaphore>,
+    limits: InflightLimits,
 ) {
     let mut close = channel.close_signal();
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut buf = ReadBuffer::default();
     loop {
         loop {
-            match decoder.decode(&mut buf) {
-                Ok(Some(cmd)) => {
-                    if cmd.is_response() {
-                        channel.complete(cmd);
-                        continue;
-                    }
-                    let permit = tokio::select! {
-                        p = inflight.clone().acquire_owned() => match p {
-                            Ok(p) => p,
-                            Err(_) => return,
-                        },
-                        _ = super::signalled(&mut close) => return,
-                    };
-                    let ch = channel.clone();
-                    let p = processor.clone();
-                    let mut task = Box::pin(async move {
-                        let opaque = cmd.opaque;
-                        let oneway = cmd.is_oneway();
-                        // Answer in the header form the request came in:
-                        // every client decodes both, and one that chose the
-                        // binary form is spared JSON.
-                        let serialize_type = cmd.serialize_type;
-                        let resp = p.process(&ch, cmd).await;
-                        if let (Some(mut resp), false) = (resp, oneway) {
-                            resp.opaque = opaque;
-                            resp.serialize_type = serialize_type;
-                            resp.mark_response();
-
-                            let _ = ch.send(resp).await;
-                        }
-                        drop(permit);
-                    });
-                    // Run the request inline up to its first pending await:
-                    // requests then start in arrival order, and one that
-                    // completes at once costs no task. Only a request that
-                    // waits (long polling, flush) gets a task of its own,
-                    // whose first poll registers the real waker.
-                    // A panicking processor loses only its own request, as
-                    // it would in a task of its own.
-                    let mut cx = Context::from_waker(Waker::noop());
-                    match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut cx))) {
-                        Ok(Poll::Pending) => {
-                            tokio::spawn(task);
-                        }
-                        Ok(Poll::Ready(())) => {}
-                        Err(_) => tracing::error!(peer = %channel.remote_addr(),
-                            "request processor panicked; the request gets no reply"),
-                    }
-                }
+            let cmd = match decoder.decode(buf.bytes()) {
+                Ok(Some(cmd)) => cmd,
                 Ok(None) => break,
                 Err(e) => {
                     tracing::warn!(peer = %channel.remote_addr(), reason = %e,
                         "closing connection: undecodable frame");
                     return;
                 }
+            };
+            if cmd.is_response() {
+                channel.complete(cmd);
+                continue;
             }
+            let permit = tokio::select! {
+                p = limits.acquire() => match p {
+                    Some(p) => p,
+                    None => return,
+                },
+                _ = super::signalled(&mut close) => return,
+            };
+            dispatch(channel, processor, cmd, permit);
         }
-        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
-            buf.reserve(READ_CHUNK);
-        }
+        // Quiet: keep no memory while waiting (a partial frame stays).
+        buf.release_if_empty();
         tokio::select! {
-            r = rd.read_buf(&mut buf) => match r {
-                Ok(0) => return,
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::debug!(peer = %channel.remote_addr(), error = %e, "read failed");
-                    return;
-                }
+            r = rd.readable() => if let Err(e) = r {
+                tracing::debug!(peer = %channel.remote_addr(), error = %e, "read failed");
+                return;
             },
             _ = super::signalled(&mut close) => return,
         }
-    }
-}
-
-enum Segment {
-    /// A range of the shared header buffer.
-    Head(usize, usize),
-    Body(Bytes),
-}
-
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<RemotingCommand>,
-    channel: Channel,
-) {
-    let mut close = channel.close_signal();
-    let mut closing = false;
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut head = BytesMut::with_capacity(64 * 1024);
-    let mut segments = Vec::with_capacity(2 * MAX_BATCH + 1);
-    loop {
-        let n = if closing {
-            rx.recv_many(&mut batch, MAX_BATCH).await
-        } else {
-            tokio::select! {
-                biased;
-                n = rx.recv_many(&mut batch, MAX_BATCH) => n,
-                _ = super::signalled(&mut close) => {
-                    // Send what is already queued, then stop.
-                    closing = true;
-                    rx.close();
-                    continue;
-                }
+        match buf.read_with(|b| rd.try_read_buf(b)) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => {
+                tracing::debug!(peer = %channel.remote_addr(), error = %e, "read failed");
+                return;
             }
-        };
-        if n == 0 {
-            break;
-        }
-        if let Err(e) = write_batch(&mut wr, &mut batch, &mut head, &mut segments).await {
-            tracing::debug!(peer = %channel.remote_addr(), error = %e, "write failed");
-            channel.close();
-            return;
         }
     }
-    let _ = wr.shutdown().await;
 }
 
-async fn write_batch(
-    wr: &mut OwnedWriteHalf,
-    batch: &mut Vec<RemotingCommand>,
-    head: &mut BytesMut,
-    segments: &mut Vec<Segment>,
-) -> io::Result<()> {
-    head.clear();
-    segments.clear();
-    let mut seg_start = 0;
-    for cmd in batch.drain(..) {
-        let before = head.len();
-        if let Err(e) = encode_header_into(&cmd, head) {
-            tracing::error!(code = cmd.code, opaque = cmd.opaque, reason = %e,
-                "dropping a command that cannot be encoded");
-            head.truncate(before);
-            continue;
+/// Runs a request inline up to its first pending await: requests then
+/// start in arrival order, and one that completes at once costs no task.
+/// Only a request that waits (long polling, flush) gets a task of its own,
+/// whose first poll registers the real waker. A panicking processor loses
+/// only its own request, as it would in a task of its own.
+fn dispatch<P: RequestProcessor>(
+    channel: &Channel,
+    processor: &Arc<P>,
+    cmd: RemotingCommand,
+    permit: InflightPermit,
+) {
+    let ch = channel.clone();
+    let p = processor.clone();
+    let mut task = Box::pin(async move {
+        let opaque = cmd.opaque;
+        let oneway = cmd.is_oneway();
+        // Answer in the header form the request came in: every client
+        // decodes both, and one that chose the binary form is spared JSON.
+        let serialize_type = cmd.serialize_type;
+        let resp = p.process(&ch, cmd).await;
+        if let (Some(mut resp), false) = (resp, oneway) {
+            resp.opaque = opaque;
+            resp.serialize_type = serialize_type;
+            resp.mark_response();
+            let _ = ch.send(resp).await;
         }
-        if cmd.body.len() <= INLINE_BODY_MAX {
-            head.extend_from_slice(&cmd.body);
-        } else {
-            segments.push(Segment::Head(seg_start, head.len()));
-            segments.push(Segment::Body(cmd.body));
-            seg_start = head.len();
+        drop(permit);
+    });
+    let mut cx = Context::from_waker(Waker::noop());
+    match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut cx))) {
+        Ok(Poll::Pending) => {
+            tokio::spawn(task);
         }
+        Ok(Poll::Ready(())) => {}
+        Err(_) => tracing::error!(peer = %channel.remote_addr(),
+            "request processor panicked; the request gets no reply"),
     }
-    if seg_start < head.len() {
-        segments.push(Segment::Head(seg_start, head.len()));
-    }
-    let mut slices: Vec<IoSlice<'_>> = segments
-        .iter()
-        .filter_map(|s| match s {
-            Segment::Head(a, b) if a < b => Some(IoSlice::new(&head[*a..*b])),
-            Segment::Head(..) => None,
-            Segment::Body(b) => Some(IoSlice::new(b)),
-        })
-        .collect();
-    let mut bufs = &mut slices[..];
-    while !bufs.is_empty() {
-        let n = wr.write_vectored(bufs).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        IoSlice::advance_slices(&mut bufs, n);
-    }
-    drop(slices);
-    // Release large bodies (mapped-file slices) as soon as they are written.
-    segments.clear();
-    Ok(())
 }

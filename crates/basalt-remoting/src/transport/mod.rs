@@ -19,7 +19,9 @@ use crate::command::RemotingCommand;
 mod channel;
 mod client;
 mod connection;
+mod read_buffer;
 mod server;
+mod writer;
 
 pub use channel::{Channel, next_opaque};
 pub use client::RemotingClient;
@@ -72,6 +74,15 @@ impl<P: RequestProcessor> ClientRequestHandler for P {
     }
 }
 
+/// Requests from one peer processed at once before its connection stops
+/// being read (see [`ConnectionConfig::max_inflight_requests`]).
+pub const DEFAULT_MAX_INFLIGHT_PER_CONNECTION: usize = 4096;
+/// Connections a server keeps open at once (see [`ServerConfig::max_connections`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Requests a server processes at once over all its connections (see
+/// [`ServerConfig::max_inflight_requests`]).
+pub const DEFAULT_MAX_INFLIGHT_REQUESTS: usize = 65_536;
+
 /// Limits of one connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
@@ -80,7 +91,8 @@ pub struct ConnectionConfig {
     /// Commands queued for the writer before senders wait (backpressure).
     pub write_queue_capacity: usize,
     /// Requests from the peer being processed at once before the reader
-    /// stops reading (backpressure onto the peer's TCP window).
+    /// stops reading (backpressure onto the peer's TCP window). A suspended
+    /// long-polling pull counts until it is answered.
     pub max_inflight_requests: usize,
 }
 
@@ -89,15 +101,32 @@ impl Default for ConnectionConfig {
         Self {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             write_queue_capacity: 16 * 1024,
-            max_inflight_requests: 64 * 1024,
+            max_inflight_requests: DEFAULT_MAX_INFLIGHT_PER_CONNECTION,
         }
     }
 }
 
 /// Server settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub connection: ConnectionConfig,
+    /// Connections open at once. One accepted beyond this is closed at
+    /// once (and logged, at most every few seconds); the others keep being
+    /// served. At least 1.
+    pub max_connections: usize,
+    /// Requests processed at once over all connections; when reached, every
+    /// connection's reader waits for a request to finish. At least 1.
+    pub max_inflight_requests: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            connection: ConnectionConfig::default(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_inflight_requests: DEFAULT_MAX_INFLIGHT_REQUESTS,
+        }
+    }
 }
 
 /// Client settings.

@@ -4,11 +4,11 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::connection::spawn_connection;
@@ -97,6 +97,34 @@ impl ServerHandle {
     }
 }
 
+/// How often a refused connection is logged at most.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Counts connections refused over the cap and logs them at most once per
+/// [`REFUSAL_LOG_INTERVAL`], so a client hammering a full server cannot
+/// flood the log.
+struct RefusalLog {
+    last: Option<Instant>,
+    unreported: u64,
+}
+
+impl RefusalLog {
+    fn refused(&mut self, peer: SocketAddr, open: usize, max: usize) {
+        self.unreported += 1;
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < REFUSAL_LOG_INTERVAL)
+        {
+            return;
+        }
+        tracing::warn!(%peer, open, max, refused = self.unreported,
+            "connection limit reached: closing new connections (serverMaxConnections)");
+        self.last = Some(now);
+        self.unreported = 0;
+    }
+}
+
 async fn accept_loop<P: RequestProcessor>(
     listener: TcpListener,
     processor: Arc<P>,
@@ -104,6 +132,12 @@ async fn accept_loop<P: RequestProcessor>(
     mut shutdown: watch::Receiver<bool>,
     channels: Arc<Mutex<HashMap<u64, Channel>>>,
 ) {
+    let max_connections = config.max_connections.max(1);
+    let inflight = Arc::new(Semaphore::new(config.max_inflight_requests.max(1)));
+    let mut refusals = RefusalLog {
+        last: None,
+        unreported: 0,
+    };
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -111,14 +145,33 @@ async fn accept_loop<P: RequestProcessor>(
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    match spawn_connection(stream, peer.to_string(), processor.clone(), &config.connection) {
+                    // A connection still closing counts: it holds its socket.
+                    let open = conns.len();
+                    if open >= max_connections {
+                        drop(stream);
+                        refusals.refused(peer, open, max_connections);
+                        continue;
+                    }
+                    let spawned = spawn_connection(
+                        stream,
+                        peer.to_string(),
+                        processor.clone(),
+                        &config.connection,
+                        Some(inflight.clone()),
+                    );
+                    match spawned {
                         Ok((channel, handle)) => {
                             let id = channel.id();
                             channels.lock().insert(id, channel);
                             let registry = channels.clone();
                             conns.spawn(async move {
                                 let _ = handle.await;
-                                registry.lock().remove(&id);
+                                let mut map = registry.lock();
+                                map.remove(&id);
+                                // Give back the table's memory after a crowd has left.
+                                if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+                                    map.shrink_to_fit();
+                                }
                             });
                             tracing::debug!(%peer, id, "connection accepted");
                         }

@@ -1,0 +1,227 @@
+//! The writer task of a connection.
+//!
+//! It takes everything queued at once, encodes all headers into one buffer
+//! (copying small bodies next to them) and writes headers and large bodies
+//! with vectored writes, so a burst of responses costs one syscall and a
+//! large pull body is never copied. Its buffers are sized by the batch at
+//! hand and given back whenever the queue runs dry, so a quiet connection
+//! holds none.
+
+use std::io::{self, IoSlice};
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::mpsc;
+
+use super::Channel;
+use crate::codec::encode_header_into;
+use crate::command::RemotingCommand;
+
+/// Commands taken from the queue per write.
+const MAX_BATCH: usize = 256;
+/// Bodies up to this size are copied next to their header; larger ones are
+/// written from their own buffer.
+const INLINE_BODY_MAX: usize = 4096;
+/// Room reserved per command for its length words and header; a header
+/// that needs more grows the buffer.
+const HEADER_ESTIMATE: usize = 256;
+
+pub(super) async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<RemotingCommand>,
+    channel: Channel,
+) {
+    let mut close = channel.close_signal();
+    let mut closing = false;
+    let mut bufs = WriteBuffers::default();
+    loop {
+        // Size the batch by what is queued (the queue knows its length), so
+        // a fresh batch does not grow by doubling.
+        let queued = rx.len().min(MAX_BATCH);
+        if bufs.batch.capacity() < queued {
+            bufs.batch.reserve_exact(queued);
+        }
+        let n = if closing {
+            rx.recv_many(&mut bufs.batch, MAX_BATCH).await
+        } else {
+            tokio::select! {
+                biased;
+                n = rx.recv_many(&mut bufs.batch, MAX_BATCH) => n,
+                _ = super::signalled(&mut close) => {
+                    // Send what is already queued, then stop.
+                    closing = true;
+                    rx.close();
+                    continue;
+                }
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        if let Err(e) = bufs.write(&mut wr).await {
+            tracing::debug!(peer = %channel.remote_addr(), error = %e, "write failed");
+            channel.close();
+            return;
+        }
+        if rx.is_empty() {
+            bufs.release();
+        }
+    }
+    let _ = wr.shutdown().await;
+}
+
+/// A range of the header buffer, or a body written from its own buffer.
+enum Segment {
+    Head(usize, usize),
+    Body(Bytes),
+}
+
+/// The writer's buffers: the batch taken from the queue, the encoded
+/// headers with small bodies, and the order of header ranges and large
+/// bodies. Empty (unallocated) between bursts.
+#[derive(Default)]
+struct WriteBuffers {
+    batch: Vec<RemotingCommand>,
+    head: BytesMut,
+    segments: Vec<Segment>,
+}
+
+impl WriteBuffers {
+    /// Bytes allocated, for tests.
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.batch.capacity() * std::mem::size_of::<RemotingCommand>()
+            + self.head.capacity()
+            + self.segments.capacity() * std::mem::size_of::<Segment>()
+    }
+
+    /// Gives every buffer back to the allocator.
+    fn release(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Encodes the batch and writes it out; the batch is empty afterwards.
+    async fn write<W: tokio::io::AsyncWrite + Unpin>(&mut self, wr: &mut W) -> io::Result<()> {
+        self.encode();
+        let head = &self.head;
+        let mut slices: Vec<IoSlice<'_>> = self
+            .segments
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Head(a, b) if a < b => Some(IoSlice::new(&head[*a..*b])),
+                Segment::Head(..) => None,
+                Segment::Body(b) => Some(IoSlice::new(b)),
+            })
+            .collect();
+        let mut bufs = &mut slices[..];
+        while !bufs.is_empty() {
+            let n = wr.write_vectored(bufs).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            IoSlice::advance_slices(&mut bufs, n);
+        }
+        drop(slices);
+        // Release large bodies (mapped-file slices) as soon as they are written.
+        self.segments.clear();
+        Ok(())
+    }
+
+    /// Encodes every command of the batch into `head` and `segments`.
+    fn encode(&mut self) {
+        self.head.clear();
+        self.segments.clear();
+        let estimate: usize = self
+            .batch
+            .iter()
+            .map(|c| HEADER_ESTIMATE + inline_len(c))
+            .sum();
+        self.head.reserve(estimate);
+        self.segments.reserve(2 * self.batch.len() + 1);
+        let mut seg_start = 0;
+        for cmd in self.batch.drain(..) {
+            let before = self.head.len();
+            if let Err(e) = encode_header_into(&cmd, &mut self.head) {
+                tracing::error!(code = cmd.code, opaque = cmd.opaque, reason = %e,
+                    "dropping a command that cannot be encoded");
+                self.head.truncate(before);
+                continue;
+            }
+            if cmd.body.len() <= INLINE_BODY_MAX {
+                self.head.extend_from_slice(&cmd.body);
+            } else {
+                self.segments
+                    .push(Segment::Head(seg_start, self.head.len()));
+                self.segments.push(Segment::Body(cmd.body));
+                seg_start = self.head.len();
+            }
+        }
+        if seg_start < self.head.len() {
+            self.segments
+                .push(Segment::Head(seg_start, self.head.len()));
+        }
+    }
+}
+
+/// Body bytes copied into the header buffer for `cmd`.
+fn inline_len(cmd: &RemotingCommand) -> usize {
+    if cmd.body.len() <= INLINE_BODY_MAX {
+        cmd.body.len()
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::FrameDecoder;
+
+    fn command(opaque: i32, body: usize) -> RemotingCommand {
+        let mut c = RemotingCommand::request(10);
+        c.opaque = opaque;
+        c.body = Bytes::from(vec![opaque as u8; body]);
+        c
+    }
+
+    #[tokio::test]
+    async fn writes_a_batch_in_order_and_gives_the_buffers_back() {
+        let mut bufs = WriteBuffers::default();
+        assert_eq!(bufs.capacity(), 0, "a new writer holds nothing");
+        // Small bodies go inline, large ones as their own slices.
+        let sizes = [0, 100, INLINE_BODY_MAX, INLINE_BODY_MAX + 1, 64 * 1024, 7];
+        bufs.batch
+            .extend(sizes.iter().enumerate().map(|(i, &n)| command(i as i32, n)));
+        let mut out = Vec::new();
+        bufs.write(&mut out).await.unwrap();
+        assert!(bufs.batch.is_empty());
+        assert!(bufs.capacity() > 0);
+        bufs.release();
+        assert_eq!(bufs.capacity(), 0, "released buffers hold nothing");
+
+        let mut wire = BytesMut::from(&out[..]);
+        let decoder = FrameDecoder::default();
+        for (i, &n) in sizes.iter().enumerate() {
+            let cmd = decoder.decode(&mut wire).unwrap().expect("a whole frame");
+            assert_eq!(cmd.opaque, i as i32);
+            assert_eq!(cmd.body.len(), n);
+            assert!(cmd.body.iter().all(|&b| b == i as u8));
+        }
+        assert!(wire.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_header_buffer_is_sized_by_the_batch() {
+        let mut bufs = WriteBuffers::default();
+        bufs.batch.push(command(1, 10));
+        bufs.write(&mut Vec::new()).await.unwrap();
+        let one = bufs.head.capacity();
+        assert!(one < 4096, "one small command took {one} bytes");
+        bufs.release();
+        bufs.batch
+            .extend((0..MAX_BATCH as i32).map(|i| command(i, 1000)));
+        bufs.write(&mut Vec::new()).await.unwrap();
+        assert!(bufs.head.capacity() >= MAX_BATCH * 1000);
+    }
+}
