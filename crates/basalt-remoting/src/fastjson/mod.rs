@@ -37,8 +37,6 @@ pub enum FastJsonError {
     TooDeep(usize),
     #[error("{0}")]
     Json(String),
-    #[error("{0}")]
-    Value(#[from] lenient::LenientError),
 }
 
 /// Deepest nesting accepted (serde_json's own default is 128).
@@ -191,9 +189,11 @@ pub fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, FastJsonError> 
 /// Parses fastjson text into `T`, leniently (see [`lenient`]).
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, FastJsonError> {
     let std = normalize(text)?;
-    let value: serde_json::Value =
-        serde_json::from_str(&std).map_err(|e| FastJsonError::Json(e.to_string()))?;
-    Ok(lenient::from_value(value)?)
+    let mut de = serde_json::Deserializer::from_str(&std);
+    let value = T::deserialize(lenient::Lenient(&mut de))
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| FastJsonError::Json(e.to_string()))?;
+    Ok(value)
 }
 
 /// Writes a `Map<Integer|Long, Long>` the way fastjson does: `{0:120,1:118}`
@@ -214,25 +214,48 @@ pub fn write_bare_key_i64_map(out: &mut Vec<u8>, map: impl IntoIterator<Item = (
 /// Serde helpers for maps whose keys fastjson writes as objects
 /// (`Map<MessageQueue, V>`): after [`normalize`] the keys are JSON text.
 pub mod mq_map {
-    use serde::de::{DeserializeOwned, Error as _};
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
     use serde::{Deserialize, Deserializer};
 
-    /// Deserializes `{ "<json key>": value, ... }` into `(K, V)` pairs; keys
-    /// and values are read leniently, null is an empty table.
+    /// Deserializes `{ "<json key>": value, ... }` into `(K, V)` pairs in
+    /// input order; null is an empty table. Keys are parsed with
+    /// [`super::from_str`], so they are as lenient as the body.
     pub fn deserialize<'de, D, K, V>(d: D) -> Result<Vec<(K, V)>, D::Error>
     where
         D: Deserializer<'de>,
         K: DeserializeOwned,
-        V: DeserializeOwned,
+        V: Deserialize<'de>,
     {
-        let table = Option::<serde_json::Map<String, serde_json::Value>>::deserialize(d)?;
-        table
-            .unwrap_or_default()
+        struct Entries<V>(PhantomData<V>);
+
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Entries<V> {
+            type Value = Vec<(String, V)>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object keyed by JSON text")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1024));
+                while let Some(entry) = map.next_entry::<String, V>()? {
+                    out.push(entry);
+                }
+                Ok(out)
+            }
+
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Vec::new())
+            }
+        }
+
+        d.deserialize_map(Entries(PhantomData))?
             .into_iter()
             .map(|(k, v)| {
                 let key = super::from_str::<K>(&k).map_err(D::Error::custom)?;
-                let value = super::lenient::from_value::<V>(v).map_err(D::Error::custom)?;
-                Ok((key, value))
+                Ok((key, v))
             })
             .collect()
     }
