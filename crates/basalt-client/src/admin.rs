@@ -14,7 +14,7 @@ use basalt_remoting::header::{
 };
 use basalt_remoting::protocol::{
     self, ClusterInfo, ConsumeStats, KvTable, SubscriptionData, TopicConfig, TopicList,
-    TopicRouteData, TopicStatsTable, lenient,
+    TopicRouteData, TopicStatsTable,
 };
 use serde::Deserialize;
 
@@ -71,13 +71,13 @@ impl ConsumeProgress {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Connection {
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub client_id: String,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub client_addr: String,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub language: String,
-    #[serde(default, deserialize_with = "lenient::i32")]
+    #[serde(default)]
     pub version: i32,
 }
 
@@ -85,9 +85,9 @@ pub struct Connection {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConsumerConnection {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub connection_set: Vec<Connection>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub subscription_table: BTreeMap<String, SubscriptionData>,
     #[serde(default)]
     pub consume_type: protocol::ConsumeType,

@@ -10,7 +10,7 @@ use crate::error::HeaderError;
 
 mod send;
 
-pub use send::{SendMessageRequestHeader, SendMessageResponseHeader};
+pub use send::{SendMessageRequestHeader, SendMessageResponseHeader, batch_flag};
 
 /// A typed view of a command's ext fields.
 pub trait CommandHeader: Sized {

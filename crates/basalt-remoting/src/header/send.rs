@@ -2,7 +2,7 @@
 //! SEND_MESSAGE) and V2 (keys `a`..`n`, SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE) forms.
 
 use super::{CommandHeader, ExtValue, header};
-use crate::command::ExtFields;
+use crate::command::{ExtFields, java_parse_bool};
 use crate::error::HeaderError;
 
 /// A send request, whichever key form it arrived in.
@@ -21,6 +21,7 @@ pub struct SendMessageRequestHeader {
     pub properties: Option<String>,
     pub reconsume_times: Option<i32>,
     pub unit_mode: Option<bool>,
+    /// Whether the body is a batch (see [`batch_flag`]).
     pub batch: Option<bool>,
     pub max_reconsume_times: Option<i32>,
     /// 5.x target broker name (`bname` in V1, `n` in V2).
@@ -84,7 +85,7 @@ impl SendMessageRequestHeader {
             reconsume_times: ExtValue::read(ext, k(9))?,
             unit_mode: ExtValue::read(ext, k(10))?,
             max_reconsume_times: ExtValue::read(ext, k(11))?,
-            batch: ExtValue::read(ext, k(12))?,
+            batch: ext.get(k(12)).map(batch_flag),
             broker_name: ExtValue::read(ext, k(13))?,
         })
     }
@@ -111,6 +112,15 @@ impl SendMessageRequestHeader {
         self.broker_name.write(&mut ext, k(13));
         ext
     }
+}
+
+/// Reads the `batch` flag: `true` in any case (Java's `parseBoolean`) or
+/// `1`. The C++ client 2.0 (and the Python, Node.js and older Go clients
+/// built on it) prints its boolean as a digit; reading "1" as false, as Java
+/// does, would store a whole batch as one broken message. Other boolean
+/// header fields keep Java's rule.
+pub fn batch_flag(v: &str) -> bool {
+    java_parse_bool(v) || v.trim() == "1"
 }
 
 impl CommandHeader for SendMessageRequestHeader {

@@ -124,3 +124,38 @@ fn every_header_survives_arbitrary_ext() {
         crate::fuzzing::parse_all_headers(&e);
     }
 }
+
+/// The JSON header the C++ client 2.0 (librocketmq, under the Python binding
+/// 0.4.4) sends for a batch: SEND_MESSAGE (code 10) with `"batch":"1"` and
+/// numbers for some ext fields, captured on the wire.
+const CPP_BATCH_SEND_HEADER: &[u8] = br#"{"code":10,"extFields":{"AccessKey":"","OnsChannel":"ALIYUN","Signature":"ID5jK4K/aGz6jB8vHobZ8dmLZDw=","batch":"1","bornTimestamp":"1796098423201","defaultTopic":"TBW102","defaultTopicQueueNums":4,"flag":0,"producerGroup":"PG_exp","properties":"WAIT\u0001true\u0002","queueId":3,"reconsumeTimes":"0","sysFlag":0,"topic":"TExp","unitMode":"0"},"flag":0,"language":"CPP","opaque":7,"remark":"","version":63}
+"#;
+
+#[test]
+fn cpp_client_batch_flag_is_a_batch() {
+    let cmd = crate::codec::decode_json_header(CPP_BATCH_SEND_HEADER).unwrap();
+    assert_eq!(cmd.code, crate::code::request::SEND_MESSAGE);
+    let h = SendMessageRequestHeader::from_ext(&cmd.ext_fields).unwrap();
+    assert_eq!(h.batch, Some(true));
+    assert_eq!(h.queue_id, 3);
+    assert_eq!(h.default_topic_queue_nums, 4);
+    assert_eq!(h.unit_mode, Some(false));
+    assert_eq!(h.properties.as_deref(), Some("WAIT\u{1}true\u{2}"));
+    // Its single sends say "0"; later C++ versions print true/false.
+    for (text, batch) in [("0", false), ("1", true), ("true", true), ("TRUE", true)] {
+        let mut e = cmd.ext_fields.clone();
+        e.insert("batch", text);
+        let h = SendMessageRequestHeader::from_ext(&e).unwrap();
+        assert_eq!(h.batch, Some(batch), "{text}");
+    }
+    for (text, batch) in [("false", false), ("yes", false), ("", false), (" 1 ", true)] {
+        assert_eq!(batch_flag(text), batch, "{text:?}");
+    }
+    // Other boolean fields keep Java's parseBoolean: "1" is false.
+    let mut e = cmd.ext_fields.clone();
+    e.insert("unitMode", "1");
+    assert_eq!(
+        SendMessageRequestHeader::from_ext(&e).unwrap().unit_mode,
+        Some(false)
+    );
+}

@@ -4,7 +4,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::java_enum;
-use super::lenient;
 
 java_enum! {
     /// `ConsumeType`.
@@ -44,30 +43,27 @@ java_enum! {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionData {
-    #[serde(default, deserialize_with = "lenient::bool")]
+    #[serde(default)]
     pub class_filter_mode: bool,
     /// Java `String.hashCode` of each tag.
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub code_set: Vec<i32>,
-    /// "TAG" or "SQL92".
-    #[serde(default = "tag", deserialize_with = "expression_type")]
+    /// "TAG" or "SQL92"; "TAG" when absent (an explicit null reads as
+    /// empty, which the broker also treats as TAG, as Java does).
+    #[serde(default = "tag")]
     pub expression_type: String,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub sub_string: String,
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub sub_version: i64,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub tags_set: Vec<String>,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub topic: String,
 }
 
 fn tag() -> String {
     "TAG".into()
-}
-
-fn expression_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    Ok(Option::<String>::deserialize(d)?.unwrap_or_else(tag))
 }
 
 /// One consumer group a client runs (`ConsumerData`).
@@ -78,13 +74,13 @@ pub struct ConsumerData {
     pub consume_from_where: ConsumeFromWhere,
     #[serde(default)]
     pub consume_type: ConsumeType,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub group_name: String,
     #[serde(default)]
     pub message_model: MessageModel,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub subscription_data_set: Vec<SubscriptionData>,
-    #[serde(default, deserialize_with = "lenient::bool")]
+    #[serde(default)]
     pub unit_mode: bool,
 }
 
@@ -92,7 +88,7 @@ pub struct ConsumerData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProducerData {
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub group_name: String,
 }
 
@@ -100,14 +96,14 @@ pub struct ProducerData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatData {
-    #[serde(rename = "clientID", default, deserialize_with = "lenient::string")]
+    #[serde(rename = "clientID", default)]
     pub client_id: String,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub consumer_data_set: Vec<ConsumerData>,
     /// 5.x heartbeat V2; absent from 4.x clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_fingerprint: Option<i32>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub producer_data_set: Vec<ProducerData>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without_sub: Option<bool>,
@@ -117,7 +113,7 @@ pub struct HeartbeatData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConsumerListBody {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub consumer_id_list: Vec<String>,
 }
 
@@ -125,11 +121,11 @@ pub struct ConsumerListBody {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageQueue {
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub broker_name: String,
-    #[serde(default, deserialize_with = "lenient::i32")]
+    #[serde(default)]
     pub queue_id: i32,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub topic: String,
 }
 
@@ -148,13 +144,13 @@ impl MessageQueue {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LockBatchRequestBody {
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub client_id: String,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub consumer_group: String,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub mq_set: Vec<MessageQueue>,
-    #[serde(default, deserialize_with = "lenient::bool")]
+    #[serde(default)]
     pub only_this_broker: bool,
 }
 
@@ -163,10 +159,6 @@ pub type UnlockBatchRequestBody = LockBatchRequestBody;
 /// LOCK_BATCH_MQ's response body: the queues now locked by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LockBatchResponseBody {
-    #[serde(
-        rename = "lockOKMQSet",
-        default,
-        deserialize_with = "lenient::null_default"
-    )]
+    #[serde(rename = "lockOKMQSet", default)]
     pub lock_ok_mq_set: Vec<MessageQueue>,
 }

@@ -3,7 +3,6 @@
 //! Bodies where Java emits bare numeric keys have dedicated writers.
 
 pub mod client;
-pub mod lenient;
 pub mod route;
 pub mod stats;
 pub mod topic;
@@ -30,8 +29,10 @@ pub enum BodyError {
     Compressed(String),
 }
 
-/// Declares a Java enum that serializes by name and keeps unknown names
-/// (fastjson would read them as null; keeping the text is kinder to logs).
+/// Declares a Java enum that serializes by name and reads a name or an
+/// ordinal (variants are declared in Java's order, so `i` is Java's
+/// `ordinal()`). Unknown names are kept (fastjson would read them as null;
+/// keeping the text is kinder to logs); null reads as the default.
 macro_rules! java_enum {
     ($(#[$m:meta])* pub enum $name:ident { $( $(#[$vm:meta])* $variant:ident = $text:literal ),* $(,)? }) => {
         $(#[$m])*
@@ -43,6 +44,9 @@ macro_rules! java_enum {
         }
 
         impl $name {
+            /// Java's constant names, in ordinal order.
+            pub const NAMES: &'static [&'static str] = &[$( $text, )*];
+
             pub fn name(&self) -> &str {
                 match self {
                     $( Self::$variant => $text, )*
@@ -66,13 +70,72 @@ macro_rules! java_enum {
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = <Option<String> as serde::Deserialize>::deserialize(d)?;
-                Ok(s.map(|s| Self::from_name(&s)).unwrap_or_default())
+                d.deserialize_enum(
+                    stringify!($name),
+                    Self::NAMES,
+                    $crate::protocol::JavaEnumVisitor::new(Self::NAMES, Self::from_name),
+                )
             }
         }
     };
 }
 pub(crate) use java_enum;
+
+/// Reads a [`java_enum!`] value from whatever the deserializer offers: a
+/// variant name (`visit_enum`, or a plain string), an ordinal, or null.
+#[doc(hidden)]
+pub struct JavaEnumVisitor<T> {
+    names: &'static [&'static str],
+    from_name: fn(&str) -> T,
+}
+
+impl<T> JavaEnumVisitor<T> {
+    pub fn new(names: &'static [&'static str], from_name: fn(&str) -> T) -> Self {
+        JavaEnumVisitor { names, from_name }
+    }
+}
+
+impl<'de, T: Default> serde::de::Visitor<'de> for JavaEnumVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "one of {:?} or its ordinal", self.names)
+    }
+
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<T, A::Error> {
+        use serde::de::VariantAccess;
+        let (name, variant): (String, _) = data.variant()?;
+        variant.unit_variant()?;
+        Ok((self.from_name)(&name))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        Ok((self.from_name)(v))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        usize::try_from(v)
+            .ok()
+            .and_then(|i| self.names.get(i))
+            .map(|n| (self.from_name)(n))
+            .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        match u64::try_from(v) {
+            Ok(u) => self.visit_u64(u),
+            Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+        }
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+}
 
 #[cfg(test)]
 mod tests;

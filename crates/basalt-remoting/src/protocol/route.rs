@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::BodyError;
-use super::lenient;
 use crate::json::{write_bool, write_i64, write_key, write_str};
 
 /// One broker group's queues for a topic (`QueueData`).
@@ -29,22 +28,18 @@ pub struct QueueData {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct QueueDataWire {
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     broker_name: String,
-    #[serde(default, deserialize_with = "lenient::i32")]
+    #[serde(default)]
     perm: i32,
-    #[serde(default, deserialize_with = "lenient::i32")]
+    #[serde(default)]
     read_queue_nums: i32,
-    #[serde(default, deserialize_with = "opt_i32")]
+    #[serde(default)]
     topic_sys_flag: Option<i32>,
-    #[serde(default, deserialize_with = "opt_i32")]
+    #[serde(default)]
     topic_syn_flag: Option<i32>,
-    #[serde(default, deserialize_with = "lenient::i32")]
+    #[serde(default)]
     write_queue_nums: i32,
-}
-
-fn opt_i32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
-    lenient::i32(d).map(Some)
 }
 
 impl<'de> Deserialize<'de> for QueueData {
@@ -85,13 +80,13 @@ impl QueueData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokerData {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub broker_addrs: BTreeMap<i64, String>,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub broker_name: String,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub cluster: String,
-    #[serde(default, deserialize_with = "lenient::bool")]
+    #[serde(default)]
     pub enable_acting_master: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone_name: Option<String>,
@@ -145,14 +140,14 @@ impl BrokerData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopicRouteData {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub broker_datas: Vec<BrokerData>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub filter_server_table: BTreeMap<String, Vec<String>>,
     /// `"brokerName:queueNum;..."` for ordered topics; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_topic_conf: Option<String>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub queue_datas: Vec<QueueData>,
 }
 
@@ -215,9 +210,9 @@ impl TopicRouteData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterInfo {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub broker_addr_table: BTreeMap<String, BrokerData>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -264,6 +259,6 @@ impl ClusterInfo {
 pub struct TopicList {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_addr: Option<String>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub topic_list: BTreeSet<String>,
 }

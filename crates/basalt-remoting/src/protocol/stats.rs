@@ -7,20 +7,19 @@ use serde::{Deserialize, Serialize};
 
 use super::BodyError;
 use super::client::MessageQueue;
-use super::lenient;
 use crate::json::{write_i64, write_key, write_str};
 
 /// A consumer group's position in one queue (`OffsetWrapper`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OffsetWrapper {
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub broker_offset: i64,
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub consumer_offset: i64,
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub last_timestamp: i64,
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub pull_offset: i64,
 }
 
@@ -66,11 +65,11 @@ impl ConsumeStats {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopicOffset {
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub last_update_timestamp: i64,
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub max_offset: i64,
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub min_offset: i64,
 }
 
@@ -117,6 +116,6 @@ fn write_mq_key(out: &mut Vec<u8>, mq: &MessageQueue) {
 /// A string table (`KVTable`), e.g. GET_BROKER_RUNTIME_INFO's body.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct KvTable {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub table: BTreeMap<String, String>,
 }

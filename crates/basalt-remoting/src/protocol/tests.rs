@@ -217,3 +217,101 @@ fn topic_list_and_consumer_list() {
         r#"{"consumerIdList":["a"]}"#
     );
 }
+
+// Bodies captured on the wire from the Apache RocketMQ C++ client 2.0
+// (librocketmq, as bundled by the PyPI package `rocketmq` 0.4.4): enums as
+// ordinals, subVersion as a string, no expressionType or classFilterMode,
+// codeSet left at 0, and a trailing newline.
+
+const CPP_HEARTBEAT_CLUSTERING: &[u8] = b"{\"clientID\":\"9657-127.0.0.1@DEFAULT\",\"consumerDataSet\":[{\"consumeFromWhere\":0,\"consumeType\":1,\"groupName\":\"CG_exp\",\"messageModel\":1,\"subscriptionDataSet\":[{\"subString\":\"*\",\"subVersion\":\"1796098461759\",\"topic\":\"%RETRY%CG_exp\"},{\"subString\":\"*\",\"subVersion\":\"1796098461759\",\"topic\":\"TExp\"}]}],\"producerDataSet\":[{\"groupName\":\"PG_exp\"}]}\n";
+
+const CPP_HEARTBEAT_BROADCASTING: &[u8] = b"{\"clientID\":\"12754-127.0.0.1@DEFAULT\",\"consumerDataSet\":[{\"consumeFromWhere\":0,\"consumeType\":1,\"groupName\":\"CGbc2\",\"messageModel\":0,\"subscriptionDataSet\":[{\"subString\":\"*\",\"subVersion\":\"1796100592513\",\"topic\":\"TB\"}]}]}\n";
+
+const CPP_HEARTBEAT_TAGS: &[u8] = b"{\"clientID\":\"12757-127.0.0.1@DEFAULT\",\"consumerDataSet\":[{\"consumeFromWhere\":0,\"consumeType\":1,\"groupName\":\"CGtag\",\"messageModel\":1,\"subscriptionDataSet\":[{\"subString\":\"*\",\"subVersion\":\"1796100592730\",\"topic\":\"%RETRY%CGtag\"},{\"codeSet\":[0,0],\"subString\":\"TagA || TagB\",\"subVersion\":\"1796100592730\",\"tagsSet\":[\"TagA\",\"TagB\"],\"topic\":\"TM1\"}]}]}\n";
+
+const CPP_LOCK_BODY: &[u8] = b"{\"clientId\":\"12642-127.0.0.1@DEFAULT\",\"consumerGroup\":\"CGord2\",\"mqSet\":[{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"TO\"}]}\n";
+
+const CPP_UNLOCK_BODY: &[u8] = b"{\"clientId\":\"12642-127.0.0.1@DEFAULT\",\"consumerGroup\":\"CGord2\",\"mqSet\":[{\"brokerName\":\"broker-a\",\"queueId\":1,\"topic\":\"TO\"},{\"brokerName\":\"broker-a\",\"queueId\":2,\"topic\":\"TO\"},{\"brokerName\":\"broker-a\",\"queueId\":3,\"topic\":\"TO\"}]}\n";
+
+fn sub(topic: &str, sub_string: &str, version: i64) -> SubscriptionData {
+    SubscriptionData {
+        class_filter_mode: false,
+        code_set: vec![],
+        expression_type: "TAG".into(),
+        sub_string: sub_string.into(),
+        sub_version: version,
+        tags_set: vec![],
+        topic: topic.into(),
+    }
+}
+
+#[test]
+fn cpp_client_clustering_heartbeat() {
+    let hb: HeartbeatData = crate::fastjson::from_slice(CPP_HEARTBEAT_CLUSTERING).unwrap();
+    let expected = HeartbeatData {
+        client_id: "9657-127.0.0.1@DEFAULT".into(),
+        consumer_data_set: vec![ConsumerData {
+            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+            consume_type: ConsumeType::ConsumePassively,
+            group_name: "CG_exp".into(),
+            message_model: MessageModel::Clustering,
+            subscription_data_set: vec![
+                sub("%RETRY%CG_exp", "*", 1_796_098_461_759),
+                sub("TExp", "*", 1_796_098_461_759),
+            ],
+            unit_mode: false,
+        }],
+        heartbeat_fingerprint: None,
+        producer_data_set: vec![ProducerData {
+            group_name: "PG_exp".into(),
+        }],
+        without_sub: None,
+    };
+    assert_eq!(hb, expected);
+}
+
+#[test]
+fn cpp_client_broadcasting_heartbeat() {
+    let hb: HeartbeatData = crate::fastjson::from_slice(CPP_HEARTBEAT_BROADCASTING).unwrap();
+    assert_eq!(hb.client_id, "12754-127.0.0.1@DEFAULT");
+    assert!(hb.producer_data_set.is_empty());
+    let c = &hb.consumer_data_set[0];
+    assert_eq!(c.message_model, MessageModel::Broadcasting);
+    assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
+    assert_eq!(
+        c.subscription_data_set,
+        vec![sub("TB", "*", 1_796_100_592_513)]
+    );
+}
+
+#[test]
+fn cpp_client_tag_heartbeat() {
+    let hb: HeartbeatData = crate::fastjson::from_slice(CPP_HEARTBEAT_TAGS).unwrap();
+    let s = &hb.consumer_data_set[0].subscription_data_set[1];
+    assert_eq!(
+        *s,
+        SubscriptionData {
+            code_set: vec![0, 0],
+            tags_set: vec!["TagA".into(), "TagB".into()],
+            ..sub("TM1", "TagA || TagB", 1_796_100_592_730)
+        }
+    );
+}
+
+#[test]
+fn cpp_client_lock_and_unlock_bodies() {
+    let lock: LockBatchRequestBody = crate::fastjson::from_slice(CPP_LOCK_BODY).unwrap();
+    assert_eq!(
+        lock,
+        LockBatchRequestBody {
+            client_id: "12642-127.0.0.1@DEFAULT".into(),
+            consumer_group: "CGord2".into(),
+            mq_set: vec![MessageQueue::new("TO", "broker-a", 0)],
+            only_this_broker: false,
+        }
+    );
+    let unlock: UnlockBatchRequestBody = crate::fastjson::from_slice(CPP_UNLOCK_BODY).unwrap();
+    let queues: Vec<i32> = unlock.mq_set.iter().map(|q| q.queue_id).collect();
+    assert_eq!(queues, [1, 2, 3]);
+    assert_eq!(unlock.consumer_group, "CGord2");
+}

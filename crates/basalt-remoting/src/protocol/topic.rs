@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use super::BodyError;
 use super::java_enum;
-use super::lenient;
 
 /// The version stamp of a broker's topic table (`DataVersion`). Two stamps are
 /// equal when all three parts are; the NameServer skips a topic update when
@@ -17,12 +16,12 @@ use super::lenient;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct DataVersion {
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub counter: i64,
     /// 5.x only; 4.x readers ignore it.
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub state_version: i64,
-    #[serde(default, deserialize_with = "lenient::i64")]
+    #[serde(default)]
     pub timestamp: i64,
 }
 
@@ -58,21 +57,21 @@ java_enum! {
 #[serde(rename_all = "camelCase")]
 pub struct TopicConfig {
     /// 5.x only.
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub attributes: BTreeMap<String, String>,
-    #[serde(default, deserialize_with = "lenient::bool")]
+    #[serde(default)]
     pub order: bool,
-    #[serde(default = "default_perm", deserialize_with = "lenient::i32")]
+    #[serde(default = "default_perm")]
     pub perm: i32,
-    #[serde(default = "default_queue_nums", deserialize_with = "lenient::i32")]
+    #[serde(default = "default_queue_nums")]
     pub read_queue_nums: i32,
     #[serde(default)]
     pub topic_filter_type: TopicFilterType,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub topic_name: String,
-    #[serde(default, deserialize_with = "lenient::i32")]
+    #[serde(default)]
     pub topic_sys_flag: i32,
-    #[serde(default = "default_queue_nums", deserialize_with = "lenient::i32")]
+    #[serde(default = "default_queue_nums")]
     pub write_queue_nums: i32,
 }
 
@@ -154,9 +153,9 @@ impl TopicConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct TopicConfigSerializeWrapper {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub data_version: DataVersion,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub topic_config_table: BTreeMap<String, TopicConfig>,
 }
 
@@ -164,9 +163,9 @@ pub struct TopicConfigSerializeWrapper {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterBrokerBody {
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub filter_server_list: Vec<String>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
+    #[serde(default)]
     pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
 }
 

@@ -1,6 +1,12 @@
 //! fastjson 1.x compatibility (docs/protocol.md#fastjson-quirks).
 //!
-//! Reading: [`normalize`] rewrites fastjson's non-standard object keys into
+//! Reading is one layer for every body: [`from_slice`] and [`from_str`]
+//! normalise the keys, parse the JSON, and hand the value to the lenient
+//! deserializer of [`lenient`], which coerces scalars and enums the way
+//! fastjson does wherever the target type asks for them. Body types then only
+//! declare Java's defaults (`#[serde(default)]`).
+//!
+//! [`normalize`] rewrites fastjson's non-standard object keys into
 //! standard JSON before serde sees them — bare keys (`{0:"a"}` → `{"0":"a"}`)
 //! and object keys (`{{"topic":"t"}:1}` → `{"{\"topic\":\"t\"}":1}`, which
 //! [`mq_map`] turns back into structs). Text inside strings is never touched.
@@ -13,6 +19,8 @@ use std::borrow::Cow;
 use serde::de::DeserializeOwned;
 
 use crate::json;
+
+pub mod lenient;
 
 /// Input that is not JSON even by fastjson's looser rules.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -171,16 +179,21 @@ fn end_of_balanced(b: &[u8], start: usize) -> Result<usize, FastJsonError> {
     Err(FastJsonError::Unbalanced(start))
 }
 
-/// Parses a fastjson body into `T`.
+/// Parses a fastjson body into `T`, leniently (see [`lenient`]). Trailing
+/// whitespace (a C++ client ends its bodies with a newline) is allowed.
 pub fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, FastJsonError> {
     let text = std::str::from_utf8(body).map_err(|_| FastJsonError::Utf8)?;
     from_str(text)
 }
 
-/// Parses fastjson text into `T`.
+/// Parses fastjson text into `T`, leniently (see [`lenient`]).
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, FastJsonError> {
     let std = normalize(text)?;
-    serde_json::from_str(&std).map_err(|e| FastJsonError::Json(e.to_string()))
+    let mut de = serde_json::Deserializer::from_str(&std);
+    let value = T::deserialize(lenient::Lenient(&mut de))
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| FastJsonError::Json(e.to_string()))?;
+    Ok(value)
 }
 
 /// Writes a `Map<Integer|Long, Long>` the way fastjson does: `{0:120,1:118}`
@@ -201,30 +214,48 @@ pub fn write_bare_key_i64_map(out: &mut Vec<u8>, map: impl IntoIterator<Item = (
 /// Serde helpers for maps whose keys fastjson writes as objects
 /// (`Map<MessageQueue, V>`): after [`normalize`] the keys are JSON text.
 pub mod mq_map {
-    use serde::de::{DeserializeOwned, Error as _};
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
     use serde::{Deserialize, Deserializer};
 
-    /// Deserializes `{ "<json key>": value, ... }` into `(K, V)` pairs.
+    /// Deserializes `{ "<json key>": value, ... }` into `(K, V)` pairs in
+    /// input order; null is an empty table. Keys are parsed with
+    /// [`super::from_str`], so they are as lenient as the body.
     pub fn deserialize<'de, D, K, V>(d: D) -> Result<Vec<(K, V)>, D::Error>
     where
         D: Deserializer<'de>,
         K: DeserializeOwned,
         V: Deserialize<'de>,
     {
-        let raw: Option<Vec<(String, V)>> =
-            Option::<serde_json::Map<String, serde_json::Value>>::deserialize(d)?
-                .map(|m| {
-                    m.into_iter()
-                        .map(|(k, v)| V::deserialize(v).map(|v| (k, v)).map_err(D::Error::custom))
-                        .collect::<Result<Vec<_>, D::Error>>()
-                })
-                .transpose()?;
-        raw.unwrap_or_default()
+        struct Entries<V>(PhantomData<V>);
+
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Entries<V> {
+            type Value = Vec<(String, V)>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object keyed by JSON text")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1024));
+                while let Some(entry) = map.next_entry::<String, V>()? {
+                    out.push(entry);
+                }
+                Ok(out)
+            }
+
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Vec::new())
+            }
+        }
+
+        d.deserialize_map(Entries(PhantomData))?
             .into_iter()
             .map(|(k, v)| {
-                serde_json::from_str::<K>(&k)
-                    .map(|k| (k, v))
-                    .map_err(D::Error::custom)
+                let key = super::from_str::<K>(&k).map_err(D::Error::custom)?;
+                Ok((key, v))
             })
             .collect()
     }
