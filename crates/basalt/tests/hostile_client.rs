@@ -391,7 +391,7 @@ fn a_forged_crc_trailer_never_reaches_the_log() {
     let mut b = Standalone::start(&data, &["enabledAppendPropCRC=false"]);
     let mut c = Raw::connect(&b.broker_addr());
     let mut req = send_request("Forged", 0, b"forged body");
-    req.ext_fields.insert("i", &forged_crc_properties());
+    req.ext_fields.insert("i", forged_crc_properties());
     let r = c.call(req);
     assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
     let mut batch_req = send_request(
