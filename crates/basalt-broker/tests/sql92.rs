@@ -49,8 +49,8 @@ fn props_of(i: usize) -> Properties {
     let mut p = Properties::new();
     p.set("TAGS", ["A", "B", "C"][i % 3]);
     p.set("a", i.to_string());
-    p.set("b", if i % 2 == 0 { "x" } else { "y" });
-    if i % 3 == 0 {
+    p.set("b", if i.is_multiple_of(2) { "x" } else { "y" });
+    if i.is_multiple_of(3) {
         p.set("d", "set");
     }
     p
@@ -198,11 +198,14 @@ fn expected(n: usize, keep: impl Fn(usize) -> bool) -> Vec<usize> {
 
 const N: usize = 90;
 
+/// A selector and which message numbers it should match.
+type Case = (&'static str, fn(usize) -> bool);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pulls_with_their_own_selector_get_exactly_the_matching_messages() {
     let b = broker(true).await;
     b.send_all(N).await;
-    let cases: [(&str, fn(usize) -> bool); 5] = [
+    let cases: [Case; 5] = [
         ("a > 5 AND b = 'x'", |i| i > 5 && i % 2 == 0),
         ("a BETWEEN 10 AND 20 OR a IN ('70', '71')", |i| {
             (10..=20).contains(&i) || i == 70 || i == 71

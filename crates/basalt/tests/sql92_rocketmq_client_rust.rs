@@ -69,14 +69,17 @@ fn props(i: usize) -> Props {
         a: i % 10,
         b: ["x", "y"][(i / 7) % 2],
         c: ["p", "q", "r"][(i / 11) % 3],
-        d: (i % 5 != 0).then(|| format!("d{i}")),
+        d: (!i.is_multiple_of(5)).then(|| format!("d{i}")),
         tags: ["A", "B", "C"][i % 3],
     }
 }
 
 /// The four push consumers' selectors (from the issue) and a fifth for
 /// the lite pull consumer, each with what it should match.
-const SELECTORS: [(&str, fn(&Props) -> bool); 5] = [
+/// A selector's text and which messages it should match.
+type Selector = (&'static str, fn(&Props) -> bool);
+
+const SELECTORS: [Selector; 5] = [
     ("a > 5 AND b = 'x'", |p| p.a > 5 && p.b == "x"),
     ("c IN ('p','q')", |p| p.c == "p" || p.c == "q"),
     ("d IS NULL", |p| p.d.is_none()),

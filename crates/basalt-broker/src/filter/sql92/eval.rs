@@ -59,10 +59,7 @@ pub fn evaluate<'a, P: PropertySource>(e: &'a Expr, props: &'a P) -> Result<Valu
             Value::Double(d) => Value::Double(-d),
             _ => Value::Null,
         },
-        Expr::Not(x) => tri(match truth(evaluate(x, props)?)? {
-            Some(b) => Some(!b),
-            None => None,
-        }),
+        Expr::Not(x) => tri(truth(evaluate(x, props)?)?.map(|b| !b)),
         Expr::Compare(op, l, r) => compare(*op, l, r, props)?,
         Expr::IsNull { operand, negated } => {
             Value::Bool((evaluate(operand, props)? == Value::Null) != *negated)
