@@ -16,6 +16,7 @@ use crate::clients::locks::LockManager;
 use crate::clients::registry::ClientManager;
 use crate::clients::waiters::PullWaiters;
 use crate::config::BrokerConfig;
+use crate::filter::FilterCache;
 use crate::metadata::groups::SubscriptionGroupManager;
 use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
@@ -57,6 +58,7 @@ pub struct Broker {
     pub(crate) clients: Arc<ClientManager>,
     pub(crate) locks: Arc<LockManager>,
     pub(crate) waiters: Arc<PullWaiters>,
+    pub(crate) filter_cache: Arc<FilterCache>,
     pub(crate) registrar: Arc<Registrar>,
     pub(crate) stats: Arc<BrokerStats>,
     pub(crate) uniq: Arc<UniqKeyGenerator>,
@@ -146,6 +148,7 @@ impl Broker {
             clients: Arc::clone(&self.clients),
             offsets: Arc::clone(&self.offsets),
             waiters: Arc::clone(&self.waiters),
+            filter_cache: Arc::clone(&self.filter_cache),
             stats: Arc::clone(&self.stats),
             shutting_down: Arc::clone(&self.shutting_down),
         }

@@ -129,6 +129,10 @@ pub struct BrokerConfig {
     pub max_subscription_group_count: usize,
     /// Longest a pull may be held waiting for messages, whatever it asks.
     pub max_long_polling_suspend: Duration,
+    /// Whether consumers may filter by message properties (SQL92
+    /// selectors). Off by default, as in RocketMQ; `basalt standalone`
+    /// turns it on unless told otherwise.
+    pub enable_property_filter: bool,
 }
 
 impl Default for BrokerConfig {
@@ -202,6 +206,7 @@ impl Default for BrokerConfig {
             max_topic_count: 100_000,
             max_subscription_group_count: 100_000,
             max_long_polling_suspend: Duration::from_secs(30),
+            enable_property_filter: false,
         }
     }
 }
@@ -384,6 +389,7 @@ impl BrokerConfig {
             "maxTopicCount" => self.max_topic_count = parse_num(key, v)?,
             "maxSubscriptionGroupCount" => self.max_subscription_group_count = parse_num(key, v)?,
             "maxLongPollingSuspendMillis" => self.max_long_polling_suspend = parse_millis(key, v)?,
+            "enablePropertyFilter" => self.enable_property_filter = parse_bool(key, v)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -392,11 +398,17 @@ impl BrokerConfig {
     /// Reads a `.properties` file (or TOML when the name ends in `.toml`)
     /// on top of the defaults.
     pub fn load(path: &Path) -> Result<BrokerConfig, ConfigError> {
+        let mut cfg = BrokerConfig::default();
+        cfg.apply_file(path)?;
+        Ok(cfg)
+    }
+
+    /// Applies a `.properties` (or `.toml`) file on top of these settings.
+    pub fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let mut cfg = BrokerConfig::default();
         let pairs = if path.extension().and_then(|e| e.to_str()) == Some("toml") {
             toml_pairs(&text).map_err(|detail| ConfigError::Syntax {
                 path: path.to_path_buf(),
@@ -405,8 +417,7 @@ impl BrokerConfig {
         } else {
             properties_pairs(&text)
         };
-        cfg.apply(&pairs)?;
-        Ok(cfg)
+        self.apply(&pairs)
     }
 
     /// Applies pairs in order, warning about unknown keys.
@@ -571,6 +582,19 @@ mod tests {
         assert_eq!(c.broker_name, "tb");
         assert_eq!(c.listen_port, 30911);
         assert!(!c.auto_create_topic_enable);
+    }
+
+    #[test]
+    fn property_filter_is_off_unless_enabled() {
+        let mut c = BrokerConfig::default();
+        assert!(!c.enable_property_filter);
+        c.apply(&properties_pairs("enablePropertyFilter=true"))
+            .unwrap();
+        assert!(c.enable_property_filter);
+        let e = c
+            .apply(&properties_pairs("enablePropertyFilter=yes"))
+            .unwrap_err();
+        assert!(e.to_string().contains("enablePropertyFilter"), "{e}");
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //!   groups, consumer offsets;
 //! * [`clients`] — connected producers and consumers, queue locks, held pulls;
 //! * [`schedule`] — delivery of delayed messages;
-//! * [`filter`] — tag filters for pulls.
+//! * [`filter`] — subscription filters for pulls: TAG expressions and
+//!   SQL92 selectors over message properties.
 
 pub mod broker;
 pub mod clients;

@@ -17,6 +17,7 @@ use crate::clients::locks::LockManager;
 use crate::clients::registry::ClientManager;
 use crate::clients::waiters::PullWaiters;
 use crate::config::BrokerConfig;
+use crate::filter::FilterCache;
 use crate::metadata::groups::SubscriptionGroupManager;
 use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
@@ -188,6 +189,7 @@ fn assemble(
         clients: Arc::new(ClientManager::new()),
         locks: Arc::new(LockManager::new()),
         waiters,
+        filter_cache: Arc::new(FilterCache::new()),
         registrar,
         stats: Arc::new(BrokerStats::default()),
         started_at: Instant::now(),

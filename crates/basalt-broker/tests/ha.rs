@@ -11,7 +11,8 @@ use basalt_common::properties::Properties;
 use basalt_namesrv::{NameServer, NamesrvConfig};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
-    CommandHeader, SendMessageRequestHeader, UpdateConsumerOffsetRequestHeader,
+    CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
 
@@ -31,6 +32,7 @@ fn config(dir: &std::path::Path, ns: &str, role: BrokerRole) -> BrokerConfig {
     cfg.sync_flush_timeout = Duration::from_secs(3);
     cfg.slave_sync_interval = Duration::from_millis(300);
     cfg.register_name_server_period = Duration::from_millis(300);
+    cfg.enable_property_filter = true;
     if role == BrokerRole::Slave {
         cfg.broker_id = 1;
     }
@@ -40,6 +42,13 @@ fn config(dir: &std::path::Path, ns: &str, role: BrokerRole) -> BrokerConfig {
 async fn send(client: &RemotingClient, addr: &str, topic: &str, body: Vec<u8>) -> RemotingCommand {
     let mut p = Properties::new();
     p.set("TAGS", "T");
+    // The message number in the body ("msg-17-xxx"), for SQL92 selectors.
+    let n = String::from_utf8_lossy(&body)
+        .split('-')
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    p.set("n", n);
     let h = SendMessageRequestHeader {
         producer_group: "PG".into(),
         topic: topic.into(),
@@ -73,6 +82,52 @@ fn commit_log_bytes(dir: &std::path::Path, upto: i64) -> Vec<u8> {
         out.extend(std::fs::read(f).unwrap());
     }
     out.truncate(upto as usize);
+    out
+}
+
+/// The bodies a SQL92 pull gets from every queue of `topic`, sorted.
+async fn pull_sql(client: &RemotingClient, addr: &str, topic: &str, sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for queue_id in 0..4 {
+        let mut offset = 0;
+        loop {
+            let h = PullMessageRequestHeader {
+                consumer_group: "G".into(),
+                topic: topic.into(),
+                queue_id,
+                queue_offset: offset,
+                max_msg_nums: 32,
+                sys_flag: 0x4,
+                commit_offset: 0,
+                suspend_timeout_millis: 0,
+                subscription: Some(sql.into()),
+                sub_version: 0,
+                expression_type: Some("SQL92".into()),
+                max_msg_bytes: None,
+            };
+            let r = client
+                .invoke(
+                    addr,
+                    RemotingCommand::request(request::PULL_MESSAGE).with_ext(h.to_ext()),
+                    Duration::from_secs(10),
+                )
+                .await
+                .unwrap();
+            match r.code {
+                response::SUCCESS => {
+                    for m in basalt_common::record::decode_all(&r.body, true).unwrap() {
+                        out.push(String::from_utf8_lossy(&m.body).chars().take(6).collect());
+                    }
+                }
+                response::PULL_RETRY_IMMEDIATELY => {}
+                _ => break,
+            }
+            offset = PullMessageResponseHeader::from_ext(&r.ext_fields)
+                .unwrap()
+                .next_begin_offset;
+        }
+    }
+    out.sort();
     out
 }
 
@@ -165,6 +220,18 @@ async fn sync_master_replicates_and_reports_a_missing_slave() {
     })
     .await;
     assert!(sb.topics().contains("HaTopic"));
+    // The slave serves property filters over what it copied.
+    let store = sb.store().clone();
+    let dispatched =
+        tokio::task::spawn_blocking(move || store.wait_dispatched(mend, Duration::from_secs(10)))
+            .await
+            .unwrap();
+    assert!(dispatched, "the slave dispatched what it copied");
+    let selected = pull_sql(&client, &sb.broker_addr(), "HaTopic", "n < 5 OR n = 599").await;
+    let want = ["msg-0-", "msg-1-", "msg-2-", "msg-3-", "msg-4-"];
+    assert_eq!(&selected[..5], &want[..]);
+    assert_eq!(selected.len(), 6, "{selected:?}");
+    assert!(selected[5].starts_with("msg-59"), "{selected:?}");
     // The slave refuses sends.
     let r = send(
         &client,

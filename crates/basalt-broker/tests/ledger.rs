@@ -43,12 +43,20 @@ fn config(dir: &std::path::Path, ns: &str, id: usize, peers: &str) -> BrokerConf
     cfg.dleger_heartbeat_interval = Duration::from_millis(150);
     cfg.register_name_server_period = Duration::from_millis(500);
     cfg.slave_sync_interval = Duration::from_millis(300);
+    cfg.enable_property_filter = true;
     cfg
 }
 
 async fn send(client: &RemotingClient, addr: &str, queue: i32, body: Vec<u8>) -> RemotingCommand {
     let mut p = Properties::new();
     p.set("TAGS", "L");
+    // The number in the body ("before-17"), for SQL92 selectors.
+    let n = String::from_utf8_lossy(&body)
+        .rsplit('-')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    p.set("n", n);
     let h = SendMessageRequestHeader {
         producer_group: "PG".into(),
         topic: "LedgerTopic".into(),
@@ -72,6 +80,17 @@ async fn send(client: &RemotingClient, addr: &str, queue: i32, body: Vec<u8>) ->
 }
 
 async fn pull_all(client: &RemotingClient, addr: &str, queue: i32) -> Vec<(i64, Vec<u8>)> {
+    pull_filtered(client, addr, queue, "TAG", "*").await
+}
+
+/// Every message of a queue a pull with its own expression gets.
+async fn pull_filtered(
+    client: &RemotingClient,
+    addr: &str,
+    queue: i32,
+    expr_type: &str,
+    expression: &str,
+) -> Vec<(i64, Vec<u8>)> {
     let mut out = Vec::new();
     let mut offset = 0;
     loop {
@@ -84,9 +103,9 @@ async fn pull_all(client: &RemotingClient, addr: &str, queue: i32) -> Vec<(i64, 
             sys_flag: 0x4,
             commit_offset: 0,
             suspend_timeout_millis: 0,
-            subscription: Some("*".into()),
+            subscription: Some(expression.into()),
             sub_version: 0,
-            expression_type: None,
+            expression_type: Some(expr_type.into()),
             max_msg_bytes: None,
         };
         let r = client
@@ -97,8 +116,11 @@ async fn pull_all(client: &RemotingClient, addr: &str, queue: i32) -> Vec<(i64, 
             )
             .await
             .unwrap();
-        if r.code != response::SUCCESS {
-            return out;
+        match r.code {
+            response::SUCCESS => {}
+            // Everything examined was filtered out: go on from there.
+            response::PULL_RETRY_IMMEDIATELY => {}
+            _ => return out,
         }
         for m in record::decode_all(&r.body, true).unwrap() {
             out.push((m.queue_offset, m.body.to_vec()));
@@ -200,6 +222,18 @@ async fn three_members_elect_replicate_and_fail_over() {
     let from_follower = pull_all(&client, &faddr, 0).await;
     assert_eq!(from_leader.len(), 100);
     assert_eq!(from_leader, from_follower);
+    // Property filters are served by every member alike.
+    let selected = pull_filtered(&client, &faddr, 0, "SQL92", "n >= 150 AND n < 170").await;
+    let want: Vec<_> = from_leader
+        .iter()
+        .filter(|(_, b)| {
+            let n: usize = String::from_utf8_lossy(b)[7..].parse().unwrap();
+            (150..170).contains(&n)
+        })
+        .cloned()
+        .collect();
+    assert_eq!(want.len(), 10);
+    assert_eq!(selected, want);
 
     // The leader stops; another takes over and queue offsets continue.
     let old = brokers[l1].take().unwrap();

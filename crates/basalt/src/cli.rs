@@ -17,7 +17,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// NameServer and broker in one process, data in ./basalt-data.
+    /// NameServer and broker in one process, data in ./basalt-data. Unlike a
+    /// plain broker it allows SQL92 property filters by default
+    /// (enablePropertyFilter=true; --set enablePropertyFilter=false to refuse).
     Standalone(StandaloneArgs),
     /// A NameServer alone.
     Namesrv(NamesrvArgs),
@@ -140,6 +142,12 @@ pub enum AdminCommand {
         group: String,
         #[arg(short, long)]
         topic: Option<String>,
+    },
+    /// A consumer group's connections and subscriptions (expression type
+    /// and expression of each topic).
+    Consumer {
+        #[arg(short, long)]
+        group: String,
     },
     #[command(subcommand)]
     Message(MessageCommand),

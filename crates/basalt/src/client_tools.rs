@@ -380,6 +380,10 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, Strin
             }
             println!("total lag {}", p.total_lag());
         }
+        AdminCommand::Consumer { group } => {
+            let c = admin.consumer_connections(&group).await.map_err(e)?;
+            print_consumer(&group, &c);
+        }
         AdminCommand::Message(MessageCommand::Key { topic, key }) => {
             let msgs = admin
                 .query_message_by_key(&topic, &key, 64, 0, i64::MAX)
@@ -399,6 +403,50 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, Strin
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A consumer group's members and what it subscribes to; an expression
+/// the broker cannot compile is shown with the reason.
+fn print_consumer(group: &str, c: &basalt_client::ConsumerConnection) {
+    println!(
+        "group {group}: {} {} {}",
+        c.consume_type.name(),
+        c.message_model.name(),
+        c.consume_from_where.name()
+    );
+    println!(
+        "{:<40} {:<22} {:<8} version",
+        "client", "address", "language"
+    );
+    for conn in &c.connection_set {
+        println!(
+            "{:<40} {:<22} {:<8} {}",
+            conn.client_id, conn.client_addr, conn.language, conn.version
+        );
+    }
+    println!(
+        "{:<32} {:<6} {:>15}  expression",
+        "topic", "type", "sub-version"
+    );
+    for (topic, s) in &c.subscription_table {
+        let expr_type = if s.expression_type.is_empty() {
+            basalt_broker::filter::TAG
+        } else {
+            s.expression_type.as_str()
+        };
+        println!(
+            "{:<32} {:<6} {:>15}  {}",
+            topic, expr_type, s.sub_version, s.sub_string
+        );
+        let compiled = basalt_broker::filter::SubscriptionFilter::for_subscription(
+            &s.expression_type,
+            &s.sub_string,
+            &s.tags_set,
+        );
+        if let Err(err) = compiled {
+            println!("{:<32} ! {err}", "");
+        }
+    }
 }
 
 /// One cell describing a broker's replication state from its runtime info.

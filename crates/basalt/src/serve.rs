@@ -54,10 +54,15 @@ async fn shutdown_signal() {
 
 pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
     let started = std::time::Instant::now();
-    let mut cfg = match &a.config {
-        Some(p) => BrokerConfig::load(p).map_err(|e| e.to_string())?,
-        None => BrokerConfig::default(),
+    // A standalone broker is for trying things out: SQL92 property filters
+    // work unless a config file or --set turns them off.
+    let mut cfg = BrokerConfig {
+        enable_property_filter: true,
+        ..BrokerConfig::default()
     };
+    if let Some(p) = &a.config {
+        cfg.apply_file(p).map_err(|e| e.to_string())?;
+    }
     cfg.store_path_root_dir = a.data.clone();
     cfg.listen_addr = a.listen;
     cfg.broker_ip1 = a.advertise;

@@ -3,14 +3,19 @@
 //! or after `channelExpiredTimeout` without a heartbeat.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basalt_remoting::Channel;
 use basalt_remoting::protocol::{ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData};
 
+use crate::filter::{FilterError, SubscriptionFilter};
+
 /// What a consumer group subscribes to on one topic, as its heartbeats
-/// said: the broker's own copy of the wire's `SubscriptionData`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// said: the broker's own copy of the wire's `SubscriptionData`, with its
+/// expression compiled. Invariant: `filter` is what `expression_type`,
+/// `expression` and `tags` compile to; it is built once per version.
+#[derive(Debug, Clone)]
 pub struct Subscription {
     pub topic: String,
     /// `TAG` or `SQL92`.
@@ -22,10 +27,16 @@ pub struct Subscription {
     pub tag_codes: Vec<i32>,
     /// The client's version stamp of this subscription.
     pub version: i64,
+    /// The compiled expression, or why it does not compile (a heartbeat
+    /// is accepted either way, as in RocketMQ; pulls are refused).
+    pub filter: Result<Arc<SubscriptionFilter>, FilterError>,
 }
 
 impl Subscription {
     pub fn from_wire(s: SubscriptionData) -> Self {
+        let filter =
+            SubscriptionFilter::for_subscription(&s.expression_type, &s.sub_string, &s.tags_set)
+                .map(Arc::new);
         Subscription {
             topic: s.topic,
             expression_type: s.expression_type,
@@ -33,7 +44,18 @@ impl Subscription {
             tags: s.tags_set,
             tag_codes: s.code_set,
             version: s.sub_version,
+            filter,
         }
+    }
+
+    /// Whether `s` says exactly what this subscription says (so its
+    /// compiled filter can be kept).
+    fn same_as(&self, s: &SubscriptionData) -> bool {
+        self.version == s.sub_version
+            && self.expression_type == s.expression_type
+            && self.expression == s.sub_string
+            && self.tags == s.tags_set
+            && self.tag_codes == s.code_set
     }
 
     pub fn to_wire(&self) -> SubscriptionData {
@@ -49,6 +71,30 @@ impl Subscription {
     }
 }
 use parking_lot::RwLock;
+
+/// Takes a heartbeat's subscriptions into a group's table: the newest
+/// version of each topic's subscription wins, and a subscription the
+/// heartbeat repeats keeps its compiled filter (filters are compiled once
+/// per version, not per heartbeat).
+fn merge_subscriptions(
+    group: &str,
+    table: &mut HashMap<String, Subscription>,
+    subscriptions: Vec<SubscriptionData>,
+) {
+    for s in subscriptions {
+        match table.get(&s.topic) {
+            Some(old) if old.version > s.sub_version || old.same_as(&s) => {}
+            _ => {
+                let s = Subscription::from_wire(s);
+                if let Err(e) = &s.filter {
+                    tracing::warn!(group, topic = %s.topic, expression = %s.expression, error = %e,
+                        "subscription expression does not compile; its pulls will be refused");
+                }
+                table.insert(s.topic.clone(), s);
+            }
+        }
+    }
+}
 
 /// One connected client of a group.
 #[derive(Debug, Clone)]
@@ -117,15 +163,7 @@ impl ClientManager {
         g.consume_from_where = consume_from_where;
         let before = g.client_ids();
         g.members.insert(client.channel.id(), client);
-        for s in subscriptions.into_iter().map(Subscription::from_wire) {
-            match g.subscriptions.get(&s.topic) {
-                // Keep the newest version of each topic's subscription.
-                Some(old) if old.version > s.version => {}
-                _ => {
-                    g.subscriptions.insert(s.topic.clone(), s);
-                }
-            }
-        }
+        merge_subscriptions(group, &mut g.subscriptions, subscriptions);
         before != g.client_ids()
     }
 
@@ -225,6 +263,20 @@ impl ClientManager {
             .and_then(|g| g.subscriptions.get(topic).cloned())
     }
 
+    /// What a pull needs of its group, without copying the group: the
+    /// message model and the topic's subscription. `None` when the group
+    /// has no live member.
+    pub fn pull_view(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Option<(MessageModel, Option<Subscription>)> {
+        self.consumers
+            .read()
+            .get(group)
+            .map(|g| (g.message_model.clone(), g.subscriptions.get(topic).cloned()))
+    }
+
     /// Member channels of a consumer group.
     pub fn consumer_channels(&self, group: &str) -> Vec<Channel> {
         self.consumers
@@ -240,5 +292,50 @@ impl ClientManager {
 
     pub fn producer_group_names(&self) -> Vec<String> {
         self.producers.read().keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire(topic: &str, expression: &str, version: i64) -> SubscriptionData {
+        SubscriptionData {
+            topic: topic.into(),
+            expression_type: "SQL92".into(),
+            sub_string: expression.into(),
+            sub_version: version,
+            ..Default::default()
+        }
+    }
+
+    fn compiled(table: &HashMap<String, Subscription>, topic: &str) -> Arc<SubscriptionFilter> {
+        Arc::clone(table[topic].filter.as_ref().expect("compiles"))
+    }
+
+    #[test]
+    fn filters_are_compiled_once_per_version() {
+        let mut table = HashMap::new();
+        merge_subscriptions("G", &mut table, vec![wire("T", "a > 1", 10)]);
+        let first = compiled(&table, "T");
+        // The same subscription again (every heartbeat): kept as compiled.
+        merge_subscriptions("G", &mut table, vec![wire("T", "a > 1", 10)]);
+        assert!(Arc::ptr_eq(&first, &compiled(&table, "T")));
+        // An older version does not replace a newer one.
+        merge_subscriptions("G", &mut table, vec![wire("T", "a > 2", 9)]);
+        assert_eq!(table["T"].expression, "a > 1");
+        // A new version is compiled anew.
+        merge_subscriptions("G", &mut table, vec![wire("T", "a > 3", 11)]);
+        assert!(!Arc::ptr_eq(&first, &compiled(&table, "T")));
+        assert_eq!(table["T"].expression, "a > 3");
+    }
+
+    #[test]
+    fn an_expression_that_does_not_compile_is_kept_with_its_error() {
+        let mut table = HashMap::new();
+        merge_subscriptions("G", &mut table, vec![wire("T", "a >", 1)]);
+        let e = table["T"].filter.as_ref().expect_err("refused");
+        assert!(e.to_string().contains("line 1, column 4"), "{e}");
+        assert_eq!(table["T"].to_wire().sub_string, "a >");
     }
 }

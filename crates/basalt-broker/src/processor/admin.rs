@@ -175,7 +175,7 @@ pub fn runtime_info(a: &AdminPath) -> RemotingCommand {
 pub fn broker_config(a: &AdminPath) -> RemotingCommand {
     let c = &a.config;
     let text = format!(
-        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nbrokerIP1={}\nlistenPort={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerRole={}\nmappedFileSizeCommitLog={}\nfileReservedTime={}\nautoCreateTopicEnable={}\ndefaultTopicQueueNums={}\n",
+        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nbrokerIP1={}\nlistenPort={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerRole={}\nmappedFileSizeCommitLog={}\nfileReservedTime={}\nautoCreateTopicEnable={}\ndefaultTopicQueueNums={}\nenablePropertyFilter={}\n",
         c.broker_cluster_name,
         c.broker_name,
         c.broker_id,
@@ -189,6 +189,7 @@ pub fn broker_config(a: &AdminPath) -> RemotingCommand {
         c.file_reserved_time,
         c.auto_create_topic_enable,
         c.default_topic_queue_nums,
+        c.enable_property_filter,
     );
     ok().with_body(text.into_bytes())
 }

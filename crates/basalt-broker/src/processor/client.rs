@@ -13,7 +13,8 @@ use basalt_remoting::header::{
     UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use basalt_remoting::protocol::{
-    ConsumerListBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
+    CheckClientRequestBody, ConsumerListBody, HeartbeatData, LockBatchRequestBody,
+    LockBatchResponseBody,
 };
 use basalt_remoting::{Channel, RemotingCommand};
 use basalt_store::BoundaryType;
@@ -21,6 +22,7 @@ use basalt_store::BoundaryType;
 use super::paths::ClientPath;
 use super::{bad_header, checks, error};
 use crate::clients::registry::ClientChannel;
+use crate::filter::{SubscriptionFilter, is_tag_type};
 use crate::metadata::groups::GroupCreateError;
 
 fn ok() -> RemotingCommand {
@@ -110,6 +112,48 @@ fn check_heartbeat(data: &HeartbeatData) -> Result<(), RemotingCommand> {
         checks::group(&p.group_name)?;
     }
     Ok(())
+}
+
+/// CHECK_CLIENT_CONFIG, as RocketMQ's `ClientManageProcessor` answers it:
+/// a TAG subscription is fine; a property filter needs
+/// `enablePropertyFilter` and an expression that compiles (the refusal
+/// says where it does not). Nothing is registered.
+pub fn check_client_config(c: &ClientPath, req: &RemotingCommand) -> RemotingCommand {
+    if req.body.is_empty() {
+        return ok();
+    }
+    let body: CheckClientRequestBody = match basalt_remoting::fastjson::from_slice(&req.body) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                response::SYSTEM_ERROR,
+                format!("bad check client body: {e}"),
+            );
+        }
+    };
+    let Some(sub) = body.subscription_data else {
+        return ok();
+    };
+    if is_tag_type(&sub.expression_type) {
+        return ok();
+    }
+    if !c.config.enable_property_filter {
+        return error(
+            response::SYSTEM_ERROR,
+            format!(
+                "The broker does not support consumer to filter message by {}",
+                sub.expression_type
+            ),
+        );
+    }
+    match SubscriptionFilter::compile(&sub.expression_type, &sub.sub_string) {
+        Ok(_) => ok(),
+        Err(e) => {
+            tracing::warn!(client = %body.client_id, group = %body.group, expression = %sub.sub_string,
+                error = %e, "client filters messages with an expression that does not compile");
+            error(response::SUBSCRIPTION_PARSE_FAILED, e.to_string())
+        }
+    }
 }
 
 pub fn unregister_client(

@@ -64,6 +64,7 @@ impl RequestProcessor for BrokerProcessor {
             }
             request::HEART_BEAT => client::heartbeat(c, channel, &req).await,
             request::UNREGISTER_CLIENT => client::unregister_client(c, channel, &req),
+            request::CHECK_CLIENT_CONFIG => client::check_client_config(c, &req),
             request::GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(c, &req),
             request::QUERY_CONSUMER_OFFSET => client::query_consumer_offset(c, &req),
             request::UPDATE_CONSUMER_OFFSET => client::update_consumer_offset(c, &req),

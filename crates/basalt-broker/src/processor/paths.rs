@@ -16,6 +16,7 @@ use crate::clients::locks::LockManager;
 use crate::clients::registry::ClientManager;
 use crate::clients::waiters::PullWaiters;
 use crate::config::BrokerConfig;
+use crate::filter::FilterCache;
 use crate::metadata::groups::SubscriptionGroupManager;
 use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
@@ -56,7 +57,8 @@ pub struct SendPath {
 }
 
 /// What pulls reach: the store's queues, topic and group settings, the
-/// consumer's subscription, offsets it commits on the way, held pulls.
+/// consumer's subscription (or the compiled selectors of pulls that bring
+/// their own), offsets it commits on the way, held pulls.
 #[derive(Debug, Clone)]
 pub struct PullPath {
     pub(crate) config: Arc<BrokerConfig>,
@@ -67,6 +69,7 @@ pub struct PullPath {
     pub(crate) clients: Arc<ClientManager>,
     pub(crate) offsets: Arc<ConsumerOffsetManager>,
     pub(crate) waiters: Arc<PullWaiters>,
+    pub(crate) filter_cache: Arc<FilterCache>,
     pub(crate) stats: Arc<BrokerStats>,
     pub(crate) shutting_down: Arc<AtomicBool>,
 }

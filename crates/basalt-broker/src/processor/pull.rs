@@ -1,5 +1,6 @@
 //! PULL_MESSAGE / LITE_PULL_MESSAGE with long polling (docs/protocol.md#pull).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::error;
 use super::paths::PullPath;
-use crate::filter::TagFilter;
+use crate::filter::{FilterError, SubscriptionFilter};
 
 /// PullSysFlag bits.
 pub mod pull_flag {
@@ -25,7 +26,7 @@ pub mod pull_flag {
 /// The checked parts of a pull request.
 struct PullPlan {
     h: PullMessageRequestHeader,
-    filter: TagFilter,
+    filter: Arc<SubscriptionFilter>,
     which_broker_when_slow: i64,
     group_broker_id: i64,
 }
@@ -80,16 +81,9 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
         ));
     }
     let filter = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
-        let expr_type = h.expression_type.as_deref().unwrap_or("TAG");
-        if !expr_type.eq_ignore_ascii_case("TAG") {
-            return Err(error(
-                response::SUBSCRIPTION_PARSE_FAILED,
-                format!("expression type {expr_type} is not supported; use TAG"),
-            ));
-        }
-        TagFilter::parse(h.subscription.as_deref().unwrap_or("*"))
+        own_filter(p, &h)?
     } else {
-        let Some(cg) = p.clients.consumer_group(&h.consumer_group) else {
+        let Some((model, sub)) = p.clients.pull_view(&h.consumer_group, &h.topic) else {
             return Err(error(
                 response::SUBSCRIPTION_NOT_EXIST,
                 format!(
@@ -98,7 +92,7 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
                 ),
             ));
         };
-        if !g.consume_broadcast_enable && cg.message_model == MessageModel::Broadcasting {
+        if !g.consume_broadcast_enable && model == MessageModel::Broadcasting {
             return Err(error(
                 response::NO_PERMISSION,
                 format!(
@@ -107,7 +101,7 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
                 ),
             ));
         }
-        let Some(sub) = cg.subscriptions.get(&h.topic) else {
+        let Some(sub) = sub else {
             return Err(error(
                 response::SUBSCRIPTION_NOT_EXIST,
                 format!(
@@ -122,23 +116,46 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
                 "the consumer's subscription not latest",
             ));
         }
-        if !sub.expression_type.is_empty() && !sub.expression_type.eq_ignore_ascii_case("TAG") {
-            return Err(error(
-                response::SUBSCRIPTION_PARSE_FAILED,
-                format!(
-                    "expression type {} is not supported; use TAG",
-                    sub.expression_type
-                ),
-            ));
-        }
-        TagFilter::from_subscription(sub)
+        sub.filter.map_err(|e| parse_failed(&sub.expression, &e))?
     };
+    if filter.is_property_filter() && !p.config.enable_property_filter {
+        return Err(error(
+            response::SYSTEM_ERROR,
+            "The broker does not support consumer to filter message by SQL92",
+        ));
+    }
     Ok(PullPlan {
         which_broker_when_slow: g.which_broker_when_consume_slowly,
         group_broker_id: g.broker_id,
         h,
         filter,
     })
+}
+
+/// The filter of a pull that carries its own expression (lite pull, pull
+/// consumers): TAG expressions are parsed on the spot, SQL92 selectors come
+/// from the broker's cache of compiled ones.
+fn own_filter(
+    p: &PullPath,
+    h: &PullMessageRequestHeader,
+) -> Result<Arc<SubscriptionFilter>, RemotingCommand> {
+    let expr_type = h.expression_type.as_deref().unwrap_or(crate::filter::TAG);
+    let expression = h.subscription.as_deref().unwrap_or("*");
+    let compiled = if expr_type == crate::filter::SQL92 {
+        p.filter_cache.sql92(expression)
+    } else {
+        SubscriptionFilter::compile(expr_type, expression).map(Arc::new)
+    };
+    compiled.map_err(|e| parse_failed(expression, &e))
+}
+
+/// SUBSCRIPTION_PARSE_FAILED naming what is wrong and where.
+fn parse_failed(expression: &str, e: &FilterError) -> RemotingCommand {
+    tracing::debug!(expression, error = %e, "pull refused: subscription does not compile");
+    error(
+        response::SUBSCRIPTION_PARSE_FAILED,
+        format!("parse the consumer's subscription failed: {e}"),
+    )
 }
 
 /// Handles a pull: answers at once when there is something to say, or holds
@@ -196,7 +213,7 @@ fn get(p: &PullPath, plan: &PullPlan) -> GetMessageResult {
     let filter: Option<&dyn MessageFilter> = if plan.filter.matches_all() {
         None
     } else {
-        Some(&plan.filter)
+        Some(&*plan.filter)
     };
     p.store.get_message(
         &GetMessageRequest {

@@ -109,6 +109,22 @@ pub struct HeartbeatData {
     pub without_sub: Option<bool>,
 }
 
+/// CHECK_CLIENT_CONFIG's body (`CheckClientRequestBody`): a consumer asks
+/// whether the broker can serve one of its subscriptions (sent at start for
+/// every subscription that is not TAG).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckClientRequestBody {
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub client_id: String,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub group: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_data: Option<SubscriptionData>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
 /// GET_CONSUMER_LIST_BY_GROUP's response body.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

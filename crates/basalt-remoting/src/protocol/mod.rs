@@ -8,9 +8,9 @@ pub mod stats;
 pub mod topic;
 
 pub use client::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody, HeartbeatData,
-    LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue, ProducerData,
-    SubscriptionData, UnlockBatchRequestBody,
+    CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody,
+    HeartbeatData, LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue,
+    ProducerData, SubscriptionData, UnlockBatchRequestBody,
 };
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData};
 pub use stats::{ConsumeStats, KvTable, OffsetWrapper, TopicOffset, TopicStatsTable};

@@ -159,6 +159,22 @@ fn heartbeat_parses_java_body_and_unknown_enums() {
 }
 
 #[test]
+fn check_client_body_as_java_and_the_rust_client_write_it() {
+    let java = r#"{"clientId":"10.0.0.5@1","group":"CG","subscriptionData":{"classFilterMode":false,"codeSet":[],"expressionType":"SQL92","subString":"a > 1","subVersion":5,"tagsSet":[],"topic":"T"}}"#;
+    let b: CheckClientRequestBody = crate::fastjson::from_str(java).unwrap();
+    assert_eq!(b.group, "CG");
+    let sub = b.subscription_data.as_ref().unwrap();
+    assert_eq!(sub.expression_type, "SQL92");
+    assert_eq!(sub.sub_string, "a > 1");
+    // The Rust client sends "namespace": null; an empty body has no subscription.
+    let rust = r#"{"clientId":"c","group":"g","subscriptionData":{"classFilterMode":false,"topic":"T","subString":"x","tagsSet":[],"codeSet":[],"subVersion":0,"expressionType":"SQL92"},"namespace":null}"#;
+    let b: CheckClientRequestBody = crate::fastjson::from_str(rust).unwrap();
+    assert_eq!(b.namespace, None);
+    let b: CheckClientRequestBody = crate::fastjson::from_str("{}").unwrap();
+    assert!(b.subscription_data.is_none());
+}
+
+#[test]
 fn lock_bodies() {
     let s = r#"{"clientId":"c","consumerGroup":"CG","mqSet":[{"brokerName":"broker-a","queueId":0,"topic":"T"}],"onlyThisBroker":false}"#;
     let b: LockBatchRequestBody = crate::fastjson::from_str(s).unwrap();

@@ -6,7 +6,6 @@
 
 use std::collections::HashSet;
 
-use crate::clients::registry::Subscription;
 use basalt_common::constants::property;
 use basalt_common::hash::java_string_hash;
 use basalt_common::record::RecordView;
@@ -49,15 +48,16 @@ impl TagFilter {
         }
     }
 
-    /// From a heartbeat's subscription (its tags set, or its expression).
-    pub fn from_subscription(s: &Subscription) -> TagFilter {
-        if s.expression.trim() == "*" || s.expression.trim().is_empty() {
+    /// From a heartbeat's subscription: its tags set when it has one, else
+    /// its expression.
+    pub fn from_parts(expression: &str, tags: &[String]) -> TagFilter {
+        if expression.trim() == "*" || expression.trim().is_empty() {
             return Self::parse("*");
         }
-        if !s.tags.is_empty() {
-            return Self::parse(&s.tags.join("||"));
+        if !tags.is_empty() {
+            return Self::parse(&tags.join("||"));
         }
-        Self::parse(&s.expression)
+        Self::parse(expression)
     }
 
     pub fn matches_all(&self) -> bool {
