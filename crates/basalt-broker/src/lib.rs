@@ -11,6 +11,8 @@
 //!   groups, consumer offsets;
 //! * [`clients`] — connected producers and consumers, queue locks, held pulls;
 //! * [`schedule`] — delivery of delayed messages;
+//! * [`transaction`] — transactional messages: ending them, checking them
+//!   back with their producers;
 //! * [`filter`] — tag filters for pulls.
 
 pub mod broker;
@@ -23,6 +25,7 @@ mod registration;
 pub mod replication;
 pub mod schedule;
 mod start;
+pub mod transaction;
 pub mod writer;
 
 pub use broker::{Broker, BrokerError, BrokerHandle};

@@ -78,6 +78,9 @@ pub mod request {
     pub const LITE_PULL_MESSAGE: i32 = 361;
     pub const QUERY_ASSIGNMENT: i32 = 400;
     pub const BROKER_HEARTBEAT: i32 = 904;
+    /// Basalt's own: the unresolved transactional (half) messages of a
+    /// broker, for `basalt admin transactions`. RocketMQ has no such code.
+    pub const LIST_TRANSACTIONS: i32 = 60001;
 }
 
 /// Response codes. Values are those of RocketMQ's `ResponseCode` /
@@ -119,6 +122,7 @@ pub mod response {
     pub const NO_MESSAGE: i32 = 208;
     pub const FLOW_CONTROL: i32 = 215;
     pub const NOT_LEADER_FOR_QUEUE: i32 = 501;
+    pub const ILLEGAL_OPERATION: i32 = 604;
     pub const GO_AWAY: i32 = 1500;
 }
 

@@ -7,6 +7,7 @@ pub mod lenient;
 pub mod route;
 pub mod stats;
 pub mod topic;
+pub mod transaction;
 
 pub use client::{
     ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody, HeartbeatData,
@@ -18,6 +19,7 @@ pub use stats::{ConsumeStats, KvTable, OffsetWrapper, TopicOffset, TopicStatsTab
 pub use topic::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
 };
+pub use transaction::{PendingTransaction, TransactionList};
 
 /// A body that could not be decoded or encoded.
 #[derive(Debug, thiserror::Error)]
