@@ -24,11 +24,12 @@
 
 #![recursion_limit = "256"]
 
+mod rust_client;
 mod standalone;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use basalt_remoting::code::{request, response};
@@ -38,9 +39,9 @@ use basalt_remoting::header::{
 };
 use basalt_remoting::{RemotingClient, RemotingCommand};
 use rocketmq_client_rust::{
-    ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultLitePullConsumer, DefaultMQProducer,
-    DefaultMQPushConsumer, MQPushConsumer, TelemetryHandle,
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
+    ConsumeOrderlyStatus, DefaultLitePullConsumer, DefaultMQProducer, DefaultMQPushConsumer,
+    MQPushConsumer,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::MessageTrait;
@@ -49,81 +50,22 @@ use rocketmq_model::common::message::message_queue::MessageQueue;
 use rocketmq_model::common::message::message_single::Message;
 use rocketmq_model::result::{SendResult, SendStatus};
 use rocketmq_protocol::protocol::SerializeType;
-use rocketmq_protocol::protocol::remoting_command_defaults::{
-    RemotingCommandDefaults, RemotingCommandFactory,
-};
-use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
+use rocketmq_protocol::protocol::remoting_command_defaults::RemotingCommandDefaults;
 use tokio::sync::Notify;
 
+use rust_client::{
+    client_runtime, client_runtime_with, shutdown_producer, shutdown_push_consumer,
+    start_producer, start_producer_with,
+};
 use standalone::{Standalone, left};
 
-/// The client's own task runtime, shared by the tests of this binary (the
-/// way the client's examples and tests build it).
-static CLIENT_RUNTIME_OWNER: LazyLock<RuntimeOwner> = LazyLock::new(|| {
-    RuntimeOwner::plan(RuntimeConfig {
-        thread_name: "compat-client".to_string(),
-        ..Default::default()
-    })
-    .expect("client runtime configuration")
-    .build()
-    .expect("client runtime owner")
-});
-
-fn client_runtime(scope: &str) -> Arc<ClientRuntime> {
-    client_runtime_with(scope, RemotingCommandDefaults::default())
-}
-
-/// A client runtime whose requests carry `defaults`: the header encoding
-/// (JSON or the binary ROCKETMQ form) and the protocol version it reports.
-fn client_runtime_with(scope: &str, defaults: RemotingCommandDefaults) -> Arc<ClientRuntime> {
-    client_logging();
-    ClientRuntime::try_new_with_remoting_command_factory(
-        CLIENT_RUNTIME_OWNER
-            .root_context()
-            .component(rocketmq_runtime::ScopeId::try_from(scope.to_string()).expect("scope id")),
-        ClientRuntimeConfig::default(),
-        TelemetryHandle::noop(),
-        RemotingCommandFactory::new(defaults),
-    )
-    .expect("client runtime")
-}
+/// What the push consumers of a test received.
+type Inbox = rust_client::Inbox<Received>;
 
 /// How long a stopped consumer's offset commits (UPDATE_CONSUMER_OFFSET,
 /// oneway) may take to show up on the broker.
 fn commit_deadline() -> Instant {
     Instant::now() + Duration::from_secs(20)
-}
-
-/// Installs a log subscriber for the client's own tracing output when
-/// COMPAT_CLIENT_LOG is set (an EnvFilter, e.g. `rocketmq_client_rust=debug`).
-fn client_logging() {
-    if let Ok(filter) = std::env::var("COMPAT_CLIENT_LOG") {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
-}
-
-async fn start_producer(broker: &Standalone, group: &str) -> DefaultMQProducer {
-    start_producer_with(broker, group, RemotingCommandDefaults::default()).await
-}
-
-async fn start_producer_with(
-    broker: &Standalone,
-    group: &str,
-    wire: RemotingCommandDefaults,
-) -> DefaultMQProducer {
-    let mut p = DefaultMQProducer::builder(client_runtime_with(group, wire))
-        .producer_group(group.to_string())
-        .name_server_addr(broker.namesrv_addr())
-        .send_msg_timeout(10_000)
-        .build();
-    tokio::time::timeout(Duration::from_secs(30), p.start())
-        .await
-        .expect("producer start in time")
-        .expect("producer start");
-    p
 }
 
 /// Creates `topic` with `queues` queues through the client's admin API. The
@@ -228,46 +170,6 @@ fn received(m: &MessageExt, consumer: usize) -> Received {
     }
 }
 
-/// Everything the push consumers of a test received, in arrival order.
-#[derive(Default)]
-struct Inbox {
-    all: Mutex<Vec<Received>>,
-    changed: Notify,
-}
-
-impl Inbox {
-    fn push(&self, r: Received) {
-        self.all.lock().unwrap_or_else(|e| e.into_inner()).push(r);
-        self.changed.notify_waiters();
-    }
-
-    fn snapshot(&self) -> Vec<Received> {
-        self.all.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Waits until `done(received so far)` holds, at most until `deadline`.
-    async fn wait_until(
-        &self,
-        deadline: Instant,
-        mut done: impl FnMut(&[Received]) -> bool,
-    ) -> bool {
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if done(&self.snapshot()) {
-                return true;
-            }
-            if tokio::time::timeout(left(deadline), notified)
-                .await
-                .is_err()
-            {
-                return done(&self.snapshot());
-            }
-        }
-    }
-}
-
 async fn start_push_consumer(
     broker: &Standalone,
     group: &str,
@@ -312,18 +214,6 @@ async fn start_push_consumer_with(
         .expect("push consumer start in time")
         .expect("push consumer start");
     c
-}
-
-async fn shutdown_push_consumer(mut c: DefaultMQPushConsumer) {
-    tokio::time::timeout(Duration::from_secs(30), c.shutdown())
-        .await
-        .expect("push consumer shutdown in time");
-}
-
-async fn shutdown_producer(mut p: DefaultMQProducer) {
-    tokio::time::timeout(Duration::from_secs(30), p.shutdown())
-        .await
-        .expect("producer shutdown in time");
 }
 
 /// Raw remoting access to the broker, to read offsets independently of the
