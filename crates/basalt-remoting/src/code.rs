@@ -79,8 +79,9 @@ pub mod request {
     pub const QUERY_ASSIGNMENT: i32 = 400;
     pub const BROKER_HEARTBEAT: i32 = 904;
     /// Basalt's own: the unresolved transactional (half) messages of a
-    /// broker, for `basalt admin transactions`. RocketMQ has no such code.
-    pub const LIST_TRANSACTIONS: i32 = 60001;
+    /// broker, for `basalt admin transactions`. RocketMQ has no such code;
+    /// like every code it must fit the binary header's i16.
+    pub const LIST_TRANSACTIONS: i32 = 30001;
 }
 
 /// Response codes. Values are those of RocketMQ's `ResponseCode` /
@@ -135,4 +136,22 @@ pub mod version {
     /// From this version on, a compressed REGISTER_BROKER body carries the
     /// topic-queue-mapping section.
     pub const V5_0_0: i32 = 413;
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::codec::{decode_frame, encode_frame};
+    use crate::command::{RemotingCommand, SerializeType};
+
+    /// Basalt's own request codes go out in the binary (ROCKETMQ) header
+    /// too, whose code field is an i16.
+    #[test]
+    fn basalt_codes_fit_the_binary_header() {
+        let mut cmd = RemotingCommand::request(super::request::LIST_TRANSACTIONS);
+        cmd.serialize_type = SerializeType::Rocketmq;
+        let frame = encode_frame(&cmd).expect("encodes in the binary header");
+        let back = decode_frame(frame.freeze().slice(4..)).expect("decodes");
+        assert_eq!(back.code, super::request::LIST_TRANSACTIONS);
+        assert_eq!(back.serialize_type, SerializeType::Rocketmq);
+    }
 }
