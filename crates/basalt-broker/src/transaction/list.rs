@@ -3,6 +3,7 @@
 //! progress that no op resolved, one entry per transaction (its latest copy).
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use basalt_common::constants::topic as reserved;
 use basalt_common::record::RecordView;
@@ -16,11 +17,21 @@ use super::{HalfAt, Transactions};
 const MAX_OPS_READ: usize = 1_000_000;
 /// Most half messages one listing looks at per queue.
 const MAX_HALVES_READ: i64 = 200_000;
+/// Longest a listing waits for the log written so far to reach the queues.
+const DISPATCH_WAIT: Duration = Duration::from_secs(1);
 
 impl Transactions {
     /// Lists at most `max` unresolved transactions, oldest first. Reads the
     /// half and op queues; blocking (call it off the async workers).
     pub fn list_pending(&self, max: usize) -> TransactionList {
+        // A half stored a moment ago is in the log but maybe not yet in its
+        // queue: let the dispatch catch up so that the listing shows every
+        // acknowledged send (a ledger follower may not get there; then the
+        // listing shows what is dispatched).
+        let written = self.store.log().max_offset();
+        if !self.store.wait_dispatched(written, DISPATCH_WAIT) {
+            tracing::debug!(written, "listing transactions before the dispatch caught up");
+        }
         let mut out = TransactionList::default();
         let mut pending: Vec<PendingTransaction> = Vec::new();
         let mut by_txid: HashMap<String, usize> = HashMap::new();
