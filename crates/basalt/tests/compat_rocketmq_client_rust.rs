@@ -54,8 +54,8 @@ use rocketmq_protocol::protocol::remoting_command_defaults::RemotingCommandDefau
 use tokio::sync::Notify;
 
 use rust_client::{
-    client_runtime, client_runtime_with, shutdown_producer, shutdown_push_consumer,
-    start_producer, start_producer_with,
+    client_runtime, client_runtime_with, shutdown_producer, shutdown_push_consumer, start_producer,
+    start_producer_with,
 };
 use standalone::{Standalone, left};
 

@@ -30,7 +30,10 @@ impl Transactions {
         // listing shows what is dispatched).
         let written = self.store.log().max_offset();
         if !self.store.wait_dispatched(written, DISPATCH_WAIT) {
-            tracing::debug!(written, "listing transactions before the dispatch caught up");
+            tracing::debug!(
+                written,
+                "listing transactions before the dispatch caught up"
+            );
         }
         let mut out = TransactionList::default();
         let mut pending: Vec<PendingTransaction> = Vec::new();
