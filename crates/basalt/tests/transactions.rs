@@ -11,7 +11,10 @@
 //! 3. under SYNC_FLUSH the broker is killed (-9) between a half message and
 //!    its commit: after the restart the check commits it once, and the
 //!    decisions made before the kill hold (not stored again, not checked);
-//! 4. a request gets its reply within its timeout (PUSH_REPLY_MESSAGE_TO_CLIENT).
+//! 4. a request gets its reply within its timeout (PUSH_REPLY_MESSAGE_TO_CLIENT);
+//! 5. in ledger mode (three members) a commit made before the leader is
+//!    killed holds, and a half in doubt at the kill is checked back and
+//!    committed once by the new leader.
 //!
 //! COMPAT_CLIENT_LOG=<filter> shows the client's logs; BASALT_TEST_LOG_DIR
 //! keeps the brokers' logs.
@@ -27,11 +30,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use basalt_client::{Admin, ClientConfig, TopicConfig};
+use basalt_client::{Admin, ClientConfig, MessageExt as StoredMessage, TopicConfig};
 use rocketmq_client_rust::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, DefaultMQPushConsumer,
-    LocalTransactionState, MQPushConsumer, MessageUtil, TransactionListener,
-    TransactionMQProducer,
+    LocalTransactionState, MQPushConsumer, MessageUtil, TransactionListener, TransactionMQProducer,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::MessageTrait;
@@ -39,6 +41,7 @@ use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_single::Message;
 
 use procs::eventually;
+use procs::ledger_group::LedgerGroup;
 use rust_client::{
     Inbox, client_runtime, shutdown_producer, shutdown_push_consumer, start_producer,
 };
@@ -136,15 +139,20 @@ impl TransactionListener for Listener {
     }
 }
 
+/// A transactional producer of `group` that looks `topic`'s route up as it
+/// starts, so that its first heartbeat (a second later) reaches the broker
+/// the checks come from.
 async fn start_tx_producer(
-    broker: &Standalone,
+    namesrv: &str,
     group: &str,
     scope: &str,
+    topic: &str,
     checks: Arc<Inbox<Checked>>,
 ) -> TransactionMQProducer {
     let mut p = TransactionMQProducer::builder(client_runtime(scope))
         .producer_group(group)
-        .name_server_addr(broker.namesrv_addr())
+        .topics(vec![topic])
+        .name_server_addr(namesrv)
         .send_msg_timeout(10_000)
         .transaction_listener(Listener { checks })
         .build();
@@ -198,6 +206,26 @@ async fn stored(admin: &Admin, topic: &str) -> i64 {
         .await
         .map(|s| s.iter().map(|q| q.max_offset).sum())
         .unwrap_or(0)
+}
+
+/// The messages of `topic` whose unique key is `id`, once the index has
+/// any (the index is built after the ConsumeQueue, so a message counted in
+/// the topic's stats may not be found by key for a moment).
+async fn found_by_key(admin: &Admin, topic: &str, id: &str) -> Vec<StoredMessage> {
+    let mut found = Vec::new();
+    eventually(
+        &format!("{id} in the index of {topic}"),
+        Duration::from_secs(10),
+        async || {
+            found = admin
+                .query_message_by_uniq_key(topic, id)
+                .await
+                .unwrap_or_default();
+            !found.is_empty()
+        },
+    )
+    .await;
+    found
 }
 
 /// Transaction ids the broker lists as unresolved.
@@ -294,7 +322,14 @@ async fn commit_is_delivered_rollback_never_and_unknown_is_checked_back() {
     let delivered = Arc::new(Inbox::default());
     let consumer = start_consumer(&broker, "tx-cg-orders", topic, Arc::clone(&delivered)).await;
     let checks = Arc::new(Inbox::default());
-    let producer = start_tx_producer(&broker, "tx-pg-orders", "tx-pg-orders", checks.clone()).await;
+    let producer = start_tx_producer(
+        &broker.namesrv_addr(),
+        "tx-pg-orders",
+        "tx-pg-orders",
+        topic,
+        checks.clone(),
+    )
+    .await;
 
     let mut ids: HashMap<String, Case> = HashMap::new();
     for (seq, case) in [Case::Commit, Case::Rollback, Case::LateCommit]
@@ -336,7 +371,10 @@ async fn commit_is_delivered_rollback_never_and_unknown_is_checked_back() {
         );
         assert_eq!(d.case, case.map(Case::name).unwrap_or_default());
         assert!(d.body.starts_with(&d.case), "{d:?}");
-        assert!(d.leaked.is_empty(), "half markers on a delivered message: {d:?}");
+        assert!(
+            d.leaked.is_empty(),
+            "half markers on a delivered message: {d:?}"
+        );
     }
     assert_eq!(per_id.len(), want, "every committed transaction: {got:?}");
     assert!(per_id.values().all(|n| *n == 1), "each once: {per_id:?}");
@@ -350,15 +388,24 @@ async fn commit_is_delivered_rollback_never_and_unknown_is_checked_back() {
         assert_eq!(c.times, "1", "committed at the first check: {c:?}");
     }
     for id in of(Case::LateCommit) {
-        assert!(checked.iter().any(|c| c.transaction_id == id), "{id} checked");
+        assert!(
+            checked.iter().any(|c| c.transaction_id == id),
+            "{id} checked"
+        );
     }
     assert!(open_transactions(&admin, &broker).await.is_empty());
     let info = admin
         .broker_runtime_info(&broker.broker_addr())
         .await
         .expect("runtime info");
-    assert_eq!(info.get("transactionCommitTotal").map(String::as_str), Some("6"));
-    assert_eq!(info.get("transactionRollbackTotal").map(String::as_str), Some("3"));
+    assert_eq!(
+        info.get("transactionCommitTotal").map(String::as_str),
+        Some("6")
+    );
+    assert_eq!(
+        info.get("transactionRollbackTotal").map(String::as_str),
+        Some("3")
+    );
 
     shutdown_tx_producer(producer).await;
     shutdown_push_consumer(consumer).await;
@@ -388,7 +435,14 @@ async fn unknown_forever_goes_to_the_check_max_topic_after_max_checks() {
     let topic = "TxNever";
     create_topic(&admin, &broker, topic).await;
     let checks = Arc::new(Inbox::default());
-    let producer = start_tx_producer(&broker, "tx-pg-never", "tx-pg-never", checks.clone()).await;
+    let producer = start_tx_producer(
+        &broker.namesrv_addr(),
+        "tx-pg-never",
+        "tx-pg-never",
+        topic,
+        checks.clone(),
+    )
+    .await;
     let id = send_tx(&producer, topic, Case::Never, 0).await;
 
     let listed = admin_cli_transactions(&broker);
@@ -404,10 +458,7 @@ async fn unknown_forever_goes_to_the_check_max_topic_after_max_checks() {
         async || stored(&admin, max_topic).await == 1,
     )
     .await;
-    let found = admin
-        .query_message_by_uniq_key(max_topic, &id)
-        .await
-        .expect("query TRANS_CHECK_MAX_TIME_TOPIC");
+    let found = found_by_key(&admin, max_topic, &id).await;
     assert_eq!(found.len(), 1, "the given-up message, once: {found:?}");
     assert_eq!(found[0].body, b"never-0".to_vec());
     assert_eq!(found[0].properties.get("REAL_TOPIC"), Some(topic));
@@ -419,7 +470,10 @@ async fn unknown_forever_goes_to_the_check_max_topic_after_max_checks() {
         .map(|c| c.times)
         .collect();
     let want: Vec<String> = (1..=MAX).map(|t| t.to_string()).collect();
-    assert_eq!(times, want, "checked transactionCheckMax times, counting up");
+    assert_eq!(
+        times, want,
+        "checked transactionCheckMax times, counting up"
+    );
     assert_eq!(stored(&admin, topic).await, 0, "never delivered");
     assert!(open_transactions(&admin, &broker).await.is_empty());
     let listed = admin_cli_transactions(&broker);
@@ -428,7 +482,10 @@ async fn unknown_forever_goes_to_the_check_max_topic_after_max_checks() {
         .broker_runtime_info(&broker.broker_addr())
         .await
         .expect("runtime info");
-    assert_eq!(info.get("transactionDiscardTotal").map(String::as_str), Some("1"));
+    assert_eq!(
+        info.get("transactionDiscardTotal").map(String::as_str),
+        Some("1")
+    );
     assert_eq!(
         info.get("transactionCheckTotal").map(String::as_str),
         Some(MAX.to_string().as_str())
@@ -448,7 +505,14 @@ async fn decisions_hold_across_a_kill_9_under_sync_flush() {
     let topic = "TxCrash";
     create_topic(&admin, &broker, topic).await;
     let checks = Arc::new(Inbox::default());
-    let producer = start_tx_producer(&broker, "tx-pg-crash", "tx-pg-crash-1", checks.clone()).await;
+    let producer = start_tx_producer(
+        &broker.namesrv_addr(),
+        "tx-pg-crash",
+        "tx-pg-crash-1",
+        topic,
+        checks.clone(),
+    )
+    .await;
 
     // Decided before the kill: a commit and a rollback.
     let committed = send_tx(&producer, topic, Case::Commit, 0).await;
@@ -472,21 +536,28 @@ async fn decisions_hold_across_a_kill_9_under_sync_flush() {
     broker.restart();
     // The producer application comes back too (the old client reconnects
     // only at its next heartbeat, 30 s away).
-    let producer2 =
-        start_tx_producer(&broker, "tx-pg-crash", "tx-pg-crash-2", checks.clone()).await;
+    let producer2 = start_tx_producer(
+        &broker.namesrv_addr(),
+        "tx-pg-crash",
+        "tx-pg-crash-2",
+        topic,
+        checks.clone(),
+    )
+    .await;
     eventually(
         "the in-doubt transaction committed after its check",
         Duration::from_secs(30),
         async || stored(&admin, topic).await == 2,
     )
     .await;
-    let found = admin
-        .query_message_by_uniq_key(topic, &in_doubt)
-        .await
-        .expect("query the in-doubt message");
+    let found = found_by_key(&admin, topic, &in_doubt).await;
     assert_eq!(found.len(), 1, "committed once: {found:?}");
     assert_eq!(found[0].body, b"late-commit-2".to_vec());
-    assert_eq!(found[0].sys_flag & 0xC, 0x8, "stored as a committed transaction");
+    assert_eq!(
+        found[0].sys_flag & 0xC,
+        0x8,
+        "stored as a committed transaction"
+    );
     assert!(found[0].prepared_transaction_offset > 0, "names its half");
     // Three more rounds: nothing is stored again, nothing else is checked.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -574,13 +645,106 @@ async fn request_gets_its_reply_within_the_timeout() {
             "the reply comes from the cluster's reply topic"
         );
     }
-    // With storeReplyMessageEnable (the default) the replies are kept too.
-    assert_eq!(stored(&admin, "DefaultCluster_REPLY_TOPIC").await, 3);
+    // With storeReplyMessageEnable (the default) the replies are kept too
+    // (stored after the push, so the last may land a moment later).
+    eventually(
+        "the three replies stored in the reply topic",
+        Duration::from_secs(10),
+        async || stored(&admin, "DefaultCluster_REPLY_TOPIC").await == 3,
+    )
+    .await;
 
     shutdown_producer(requester).await;
     shutdown_push_consumer(consumer).await;
     if let Ok(replier) = Arc::try_unwrap(replier) {
         shutdown_producer(replier).await;
     }
+    admin.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledger_mode_decisions_survive_a_leader_kill() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let mut group = LedgerGroup::start(work.path(), &check_settings(5_000, 10));
+    let mut config = ClientConfig::new(group.ns_addr.clone());
+    config.poll_name_server_interval = Duration::from_millis(300);
+    config.request_timeout = Duration::from_secs(3);
+    let admin = Admin::new(config);
+    let leader = group.master(&admin, None).await;
+    let topic = "TxLedger";
+    admin
+        .create_topic(&leader, &TopicConfig::new(topic, 4))
+        .await
+        .expect("create topic");
+    group.wait_topic_everywhere(topic).await;
+    let checks = Arc::new(Inbox::default());
+    let producer = start_tx_producer(
+        &group.ns_addr,
+        "tx-pg-ledger",
+        "tx-pg-ledger-1",
+        topic,
+        checks.clone(),
+    )
+    .await;
+    let committed = send_tx(&producer, topic, Case::Commit, 0).await;
+    let rolled_back = send_tx(&producer, topic, Case::Rollback, 1).await;
+    let in_doubt = send_tx(&producer, topic, Case::LateCommit, 2).await;
+    assert!(checks.snapshot().is_empty(), "killed before any check");
+    group.kill9(&leader);
+
+    let new_leader = group.master(&admin, Some(&leader)).await;
+    let producer2 = start_tx_producer(
+        &group.ns_addr,
+        "tx-pg-ledger",
+        "tx-pg-ledger-2",
+        topic,
+        checks.clone(),
+    )
+    .await;
+    eventually(
+        "the in-doubt transaction committed by the new leader",
+        Duration::from_secs(40),
+        async || {
+            admin
+                .query_message_by_uniq_key(topic, &in_doubt)
+                .await
+                .is_ok_and(|f| !f.is_empty())
+        },
+    )
+    .await;
+    // Three more rounds: nothing is stored again, nothing else is checked.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    for (id, want) in [(&committed, 1), (&rolled_back, 0), (&in_doubt, 1)] {
+        let found = admin
+            .query_message_by_uniq_key(topic, id)
+            .await
+            .unwrap_or_default();
+        assert_eq!(found.len(), want, "{id} on {new_leader}: {found:?}");
+    }
+    let stats = admin.topic_stats(topic).await.expect("topic stats");
+    let stored: i64 = stats.iter().map(|q| q.max_offset).sum();
+    assert_eq!(stored, 2, "the two commits, once each: {stats:?}");
+    let checked: Vec<String> = checks
+        .snapshot()
+        .into_iter()
+        .map(|c| c.transaction_id)
+        .collect();
+    assert!(checked.contains(&in_doubt), "{checked:?}");
+    assert!(
+        checked.iter().all(|c| *c == in_doubt),
+        "decided transactions are not checked again: {checked:?}"
+    );
+    assert!(
+        admin
+            .transactions(&new_leader, 1000)
+            .await
+            .expect("list transactions")
+            .transactions
+            .is_empty()
+    );
+
+    shutdown_tx_producer(producer2).await;
+    let mut producer = producer;
+    let _ = tokio::time::timeout(Duration::from_secs(10), producer.shutdown()).await;
     admin.shutdown();
 }
