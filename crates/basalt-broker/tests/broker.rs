@@ -2,6 +2,8 @@
 //! long polling, heartbeats, offsets, admin, delayed delivery, bad input.
 #![allow(clippy::field_reassign_with_default)] // configs read like broker.conf, one key a line
 
+mod tx_wire;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -11,9 +13,9 @@ use basalt_common::record;
 use basalt_namesrv::{NameServer, NameServerHandle, NamesrvConfig};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
-    CommandHeader, EndTransactionRequestHeader, PullMessageRequestHeader,
-    PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, SendMessageRequestHeader,
-    SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
+    CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use basalt_remoting::protocol::TopicRouteData;
 use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
@@ -443,36 +445,15 @@ async fn bad_requests_get_errors_and_the_broker_keeps_serving() {
     c.stop().await;
 }
 
-/// Sends a transaction's half message to `topic` queue 0 as producer group
-/// PG; returns the send response header.
+/// Sends a transaction's half message to `topic` queue 0; returns the send
+/// response header.
 async fn send_half(c: &Cluster, topic: &str, body: &[u8]) -> SendMessageResponseHeader {
-    let mut p = Properties::new();
-    p.set("TRAN_MSG", "true");
-    p.set("PGROUP", "PG");
-    p.set("UNIQ_KEY", format!("TX-{}", String::from_utf8_lossy(body)));
-    let h = SendMessageRequestHeader {
-        producer_group: "PG".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 1,
-        queue_id: 0,
-        sys_flag: basalt_common::sysflag::TRANSACTION_PREPARED_TYPE,
-        born_timestamp: basalt_common::time::now_millis(),
-        properties: Some(String::from_utf8(p.encode()).unwrap()),
-        ..Default::default()
-    };
-    let r = c
-        .call(
-            RemotingCommand::request(request::SEND_MESSAGE_V2)
-                .with_ext(h.to_ext_v2())
-                .with_body(body.to_vec()),
-        )
-        .await;
+    let r = c.call(tx_wire::half_request(topic, body)).await;
     assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
     SendMessageResponseHeader::from_ext(&r.ext_fields).unwrap()
 }
 
-/// END_TRANSACTION for the half `sent` names, as a producer sends it.
+/// END_TRANSACTION for the half `sent` names.
 async fn end_tx(
     c: &Cluster,
     sent: &SendMessageResponseHeader,
@@ -480,18 +461,7 @@ async fn end_tx(
     queue_offset: i64,
     decision: i32,
 ) -> RemotingCommand {
-    let (_, log_offset) = basalt_common::msgid::decode(&sent.msg_id).unwrap();
-    let h = EndTransactionRequestHeader {
-        topic: None,
-        producer_group: group.into(),
-        tran_state_table_offset: queue_offset,
-        commit_log_offset: log_offset,
-        commit_or_rollback: decision,
-        from_transaction_check: Some(false),
-        msg_id: sent.msg_id.clone(),
-        transaction_id: sent.transaction_id.clone(),
-    };
-    c.call(RemotingCommand::request(request::END_TRANSACTION).with_ext(h.to_ext()))
+    c.call(tx_wire::end_request(sent, group, queue_offset, decision))
         .await
 }
 
@@ -510,11 +480,11 @@ async fn end_transaction_checks_the_half_and_applies_one_decision() {
     let q = sent.queue_offset;
     let r = end_tx(&c, &sent, "OtherGroup", q, COMMIT).await;
     assert_eq!(r.code, response::SYSTEM_ERROR, "{:?}", r.remark);
-    let r = end_tx(&c, &sent, "PG", q + 7, COMMIT).await;
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q + 7, COMMIT).await;
     assert_eq!(r.code, response::SYSTEM_ERROR, "{:?}", r.remark);
-    let r = end_tx(&c, &sent, "PG", q, 5).await;
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q, 5).await;
     assert_eq!(r.code, response::SYSTEM_ERROR, "{:?}", r.remark);
-    let r = end_tx(&c, &sent, "PG", q, 0).await;
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q, 0).await;
     assert_eq!(r.code, response::SUCCESS, "unknown leaves the half alone");
     c.settle().await;
     assert_ne!(c.pull("TxWire", 0, 0, "*", 0).await.code, response::SUCCESS);
@@ -522,15 +492,15 @@ async fn end_transaction_checks_the_half_and_applies_one_decision() {
     // One commit stores the message once; a repeat changes nothing; the
     // opposite decision is refused.
     for _ in 0..2 {
-        let r = end_tx(&c, &sent, "PG", q, COMMIT).await;
+        let r = end_tx(&c, &sent, tx_wire::GROUP, q, COMMIT).await;
         assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
     }
-    let r = end_tx(&c, &sent, "PG", q, TRANSACTION_ROLLBACK_TYPE).await;
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q, TRANSACTION_ROLLBACK_TYPE).await;
     assert_eq!(r.code, response::TRANSACTION_FAILED, "{:?}", r.remark);
     let r = end_tx(
         &c,
         &committed_later,
-        "PG",
+        tx_wire::GROUP,
         committed_later.queue_offset,
         COMMIT,
     )
