@@ -20,10 +20,11 @@ use crate::filter::FilterCache;
 use crate::metadata::groups::SubscriptionGroupManager;
 use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
-use crate::processor::paths::{AdminPath, BrokerStats, ClientPath, PullPath, SendPath};
+use crate::processor::paths::{AdminPath, BrokerStats, ClientPath, PullPath, ReplyPath, SendPath};
 use crate::registration::Registrar;
 use crate::replication::Replication;
 use crate::schedule::{DelayDelivery, DelayOffsets};
+use crate::transaction::Transactions;
 use crate::writer::MessageWriter;
 
 /// Why a broker could not start.
@@ -61,6 +62,7 @@ pub struct Broker {
     pub(crate) filter_cache: Arc<FilterCache>,
     pub(crate) registrar: Arc<Registrar>,
     pub(crate) stats: Arc<BrokerStats>,
+    pub(crate) transactions: Arc<Transactions>,
     pub(crate) uniq: Arc<UniqKeyGenerator>,
     pub(crate) started_at: Instant,
     pub(crate) shutting_down: Arc<AtomicBool>,
@@ -181,8 +183,21 @@ impl Broker {
             delay_offsets: Arc::clone(&self.delay_offsets),
             registrar: Arc::clone(&self.registrar),
             stats: Arc::clone(&self.stats),
+            transactions: Arc::clone(&self.transactions),
             started_at: self.started_at,
         }
+    }
+
+    pub(crate) fn reply_path(&self) -> ReplyPath {
+        ReplyPath {
+            send: self.send_path(),
+            clients: Arc::clone(&self.clients),
+        }
+    }
+
+    /// The transaction service.
+    pub fn transactions(&self) -> &Arc<Transactions> {
+        &self.transactions
     }
 
     pub(crate) fn delay_delivery(&self) -> DelayDelivery {

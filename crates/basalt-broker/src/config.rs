@@ -133,6 +133,19 @@ pub struct BrokerConfig {
     /// selectors). Off by default, as in RocketMQ; `basalt standalone`
     /// turns it on unless told otherwise.
     pub enable_property_filter: bool,
+    /// `transactionTimeOut`: a half message younger than this is not checked
+    /// back (unless it names its own check time).
+    pub transaction_timeout: Duration,
+    /// `transactionCheckInterval`: time between two check rounds.
+    pub transaction_check_interval: Duration,
+    /// `transactionCheckMax`: checks before a half message is given up and
+    /// moved to `TRANS_CHECK_MAX_TIME_TOPIC`.
+    pub transaction_check_max: i32,
+    /// `rejectTransactionMessage`: refuse half messages.
+    pub reject_transaction_message: bool,
+    /// `storeReplyMessageEnable`: keep reply messages in the reply topic
+    /// besides pushing them to the requester.
+    pub store_reply_message_enable: bool,
 }
 
 impl Default for BrokerConfig {
@@ -207,6 +220,11 @@ impl Default for BrokerConfig {
             max_subscription_group_count: 100_000,
             max_long_polling_suspend: Duration::from_secs(30),
             enable_property_filter: false,
+            transaction_timeout: Duration::from_secs(6),
+            transaction_check_interval: Duration::from_secs(30),
+            transaction_check_max: 15,
+            reject_transaction_message: false,
+            store_reply_message_enable: true,
         }
     }
 }
@@ -390,6 +408,11 @@ impl BrokerConfig {
             "maxSubscriptionGroupCount" => self.max_subscription_group_count = parse_num(key, v)?,
             "maxLongPollingSuspendMillis" => self.max_long_polling_suspend = parse_millis(key, v)?,
             "enablePropertyFilter" => self.enable_property_filter = parse_bool(key, v)?,
+            "transactionTimeOut" => self.transaction_timeout = parse_millis(key, v)?,
+            "transactionCheckInterval" => self.transaction_check_interval = parse_millis(key, v)?,
+            "transactionCheckMax" => self.transaction_check_max = parse_num(key, v)?,
+            "rejectTransactionMessage" => self.reject_transaction_message = parse_bool(key, v)?,
+            "storeReplyMessageEnable" => self.store_reply_message_enable = parse_bool(key, v)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -466,6 +489,20 @@ impl BrokerConfig {
                 "dLegerPeers",
                 &self.dleger_peers,
                 "ledger mode needs dLegerPeers and dLegerSelfId",
+            ));
+        }
+        if self.transaction_check_interval.is_zero() {
+            return Err(invalid(
+                "transactionCheckInterval",
+                "0",
+                "must be at least 1 ms",
+            ));
+        }
+        if self.transaction_check_max < 1 {
+            return Err(invalid(
+                "transactionCheckMax",
+                &self.transaction_check_max.to_string(),
+                "must be at least 1",
             ));
         }
         self.store_config()

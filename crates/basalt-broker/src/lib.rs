@@ -11,6 +11,8 @@
 //!   groups, consumer offsets;
 //! * [`clients`] — connected producers and consumers, queue locks, held pulls;
 //! * [`schedule`] — delivery of delayed messages;
+//! * [`transaction`] — transactional messages: ending them, checking them
+//!   back with their producers;
 //! * [`filter`] — subscription filters for pulls: TAG expressions and
 //!   SQL92 selectors over message properties.
 
@@ -24,6 +26,7 @@ mod registration;
 pub mod replication;
 pub mod schedule;
 mod start;
+pub mod transaction;
 pub mod writer;
 
 pub use broker::{Broker, BrokerError, BrokerHandle};

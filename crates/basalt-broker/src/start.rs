@@ -29,6 +29,9 @@ use crate::replication::ha::master::{HaMaster, HaMasterConfig};
 use crate::replication::ha::slave::{HaSlave, HaSlaveConfig};
 use crate::replication::ledger::LedgerMode;
 use crate::schedule::DelayOffsets;
+use crate::transaction::Transactions;
+use crate::transaction::decisions::Decisions;
+use crate::writer::MessageWriter;
 
 /// Opens the store, loads metadata, starts replication and serving.
 pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
@@ -178,22 +181,44 @@ fn assemble(
         RemotingClient::new(basalt_remoting::ClientConfig::default()),
         ha_addr,
     ));
+    let uniq = Arc::new(UniqKeyGenerator::new(config.broker_ip1, rand::random()));
+    let offsets = Arc::new(o.offsets);
+    let clients = Arc::new(ClientManager::new());
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let transactions = Arc::new(Transactions {
+        writer: MessageWriter::new(
+            Arc::clone(&o.store),
+            Arc::clone(&replication),
+            Arc::clone(&config),
+        ),
+        store: Arc::clone(&o.store),
+        topics: Arc::clone(&topics),
+        registrar: Arc::clone(&registrar),
+        clients: Arc::clone(&clients),
+        offsets: Arc::clone(&offsets),
+        uniq: Arc::clone(&uniq),
+        decisions: Decisions::new(Transactions::decision_retention(&config)),
+        stats: Default::default(),
+        shutting_down: Arc::clone(&shutting_down),
+        config: Arc::clone(&config),
+    });
     Arc::new(Broker {
-        uniq: Arc::new(UniqKeyGenerator::new(config.broker_ip1, rand::random())),
+        uniq,
         store: o.store,
         replication,
         topics,
         groups: Arc::new(o.groups),
-        offsets: Arc::new(o.offsets),
+        offsets,
         delay_offsets: Arc::new(o.delay_offsets),
-        clients: Arc::new(ClientManager::new()),
+        clients,
         locks: Arc::new(LockManager::new()),
         waiters,
         filter_cache: Arc::new(FilterCache::new()),
         registrar,
         stats: Arc::new(BrokerStats::default()),
+        transactions,
         started_at: Instant::now(),
-        shutting_down: Arc::new(AtomicBool::new(false)),
+        shutting_down,
         config,
     })
 }
@@ -210,7 +235,8 @@ fn serve(broker: &Arc<Broker>, listener: TcpListener) -> ServerHandle {
 }
 
 /// The broker's background tasks: registration, metadata persistence,
-/// client expiry, replication housekeeping, delayed delivery.
+/// client expiry, replication housekeeping, delayed delivery, transaction
+/// checks.
 fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     let mut tasks = vec![
         tokio::spawn(Arc::clone(&broker.registrar).run_rounds()),
@@ -219,10 +245,12 @@ fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
         tokio::spawn(expire_clients(Arc::clone(broker))),
     ];
     tasks.extend(crate::replication::tasks::spawn(broker));
-    // Delayed delivery runs on masters and on ledger members (which deliver
-    // while they lead); a configured slave never delivers.
+    // Delayed delivery and the transaction check run on masters and on
+    // ledger members (which work while they lead); a configured slave
+    // never does either.
     if broker.replication.ha_slave().is_none() {
         tasks.extend(broker.delay_delivery().start());
+        tasks.push(Arc::clone(&broker.transactions).start_check_service());
     }
     tasks
 }

@@ -2,6 +2,8 @@
 //! long polling, heartbeats, offsets, admin, delayed delivery, bad input.
 #![allow(clippy::field_reassign_with_default)] // configs read like broker.conf, one key a line
 
+mod tx_wire;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -443,5 +445,85 @@ async fn bad_requests_get_errors_and_the_broker_keeps_serving() {
     raw.write_all(b"garbage garbage garbage").await.unwrap();
     drop(raw);
     assert_eq!(c.send("Q", 0, b"still", "A").await.code, response::SUCCESS);
+    c.stop().await;
+}
+
+/// Sends a transaction's half message to `topic` queue 0; returns the send
+/// response header.
+async fn send_half(c: &Cluster, topic: &str, body: &[u8]) -> SendMessageResponseHeader {
+    let r = c.call(tx_wire::half_request(topic, body)).await;
+    assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+    SendMessageResponseHeader::from_ext(&r.ext_fields).unwrap()
+}
+
+/// END_TRANSACTION for the half `sent` names.
+async fn end_tx(
+    c: &Cluster,
+    sent: &SendMessageResponseHeader,
+    group: &str,
+    queue_offset: i64,
+    decision: i32,
+) -> RemotingCommand {
+    c.call(tx_wire::end_request(sent, group, queue_offset, decision))
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_transaction_checks_the_half_and_applies_one_decision() {
+    use basalt_common::sysflag::{TRANSACTION_COMMIT_TYPE as COMMIT, TRANSACTION_ROLLBACK_TYPE};
+    let c = cluster().await;
+    let sent = send_half(&c, "TxWire", b"a").await;
+    assert_eq!(sent.transaction_id.as_deref(), Some("TX-a"));
+    let committed_later = send_half(&c, "TxWire", b"b").await;
+    c.settle().await;
+    let r = c.pull("TxWire", 0, 0, "*", 0).await;
+    assert_ne!(r.code, response::SUCCESS, "a half message is invisible");
+
+    // The header must name this group's half at its queue offset.
+    let q = sent.queue_offset;
+    let r = end_tx(&c, &sent, "OtherGroup", q, COMMIT).await;
+    assert_eq!(r.code, response::SYSTEM_ERROR, "{:?}", r.remark);
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q + 7, COMMIT).await;
+    assert_eq!(r.code, response::SYSTEM_ERROR, "{:?}", r.remark);
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q, 5).await;
+    assert_eq!(r.code, response::SYSTEM_ERROR, "{:?}", r.remark);
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q, 0).await;
+    assert_eq!(r.code, response::SUCCESS, "unknown leaves the half alone");
+    c.settle().await;
+    assert_ne!(c.pull("TxWire", 0, 0, "*", 0).await.code, response::SUCCESS);
+
+    // One commit stores the message once; a repeat changes nothing; the
+    // opposite decision is refused.
+    for _ in 0..2 {
+        let r = end_tx(&c, &sent, tx_wire::GROUP, q, COMMIT).await;
+        assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+    }
+    let r = end_tx(&c, &sent, tx_wire::GROUP, q, TRANSACTION_ROLLBACK_TYPE).await;
+    assert_eq!(r.code, response::TRANSACTION_FAILED, "{:?}", r.remark);
+    let r = end_tx(
+        &c,
+        &committed_later,
+        tx_wire::GROUP,
+        committed_later.queue_offset,
+        COMMIT,
+    )
+    .await;
+    assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+    c.settle().await;
+    let r = c.pull("TxWire", 0, 0, "*", 0).await;
+    assert_eq!(r.code, response::SUCCESS);
+    let msgs = record::decode_all(&r.body, true).unwrap();
+    let got: Vec<&[u8]> = msgs.iter().map(|m| &m.body[..]).collect();
+    assert_eq!(got, vec![b"a".as_slice(), b"b".as_slice()], "each once");
+    for (m, half) in msgs.iter().zip([&sent, &committed_later]) {
+        assert_eq!(basalt_common::sysflag::transaction_type(m.sys_flag), COMMIT);
+        assert!(m.property("TRAN_MSG").is_none());
+        assert!(m.property("REAL_TOPIC").is_none());
+        let (_, half_log_offset) = basalt_common::msgid::decode(&half.msg_id).unwrap();
+        assert_eq!(
+            m.prepared_transaction_offset, half_log_offset,
+            "names its half"
+        );
+    }
     c.stop().await;
 }

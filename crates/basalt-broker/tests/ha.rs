@@ -1,7 +1,10 @@
 //! Master/slave HA in one process: SYNC_MASTER waits for the slave, the
 //! slave's CommitLog becomes byte-identical, metadata follows, and a master
-//! without its slave answers SLAVE_NOT_AVAILABLE.
+//! without its slave answers SLAVE_NOT_AVAILABLE; transactions end on the
+//! master only and their decisions reach the slave.
 #![allow(clippy::field_reassign_with_default)] // configs read like broker.conf, one key a line
+
+mod tx_wire;
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +15,7 @@ use basalt_namesrv::{NameServer, NamesrvConfig};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
+    SendMessageResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 };
 use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
@@ -262,6 +266,70 @@ async fn sync_master_replicates_and_reports_a_missing_slave() {
     )
     .await;
     assert_eq!(r.code, response::SLAVE_NOT_AVAILABLE);
+    master.shutdown().await;
+    ns.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_end_on_the_master_and_their_decisions_reach_the_slave() {
+    use basalt_common::constants::topic::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
+    use basalt_common::sysflag::TRANSACTION_COMMIT_TYPE;
+
+    let ns = NameServer::start(NamesrvConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let ns_addr = ns.local_addr().to_string();
+    let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let master = basalt_broker::start(config(mdir.path(), &ns_addr, BrokerRole::SyncMaster))
+        .await
+        .unwrap();
+    let slave = basalt_broker::start(config(sdir.path(), &ns_addr, BrokerRole::Slave))
+        .await
+        .unwrap();
+    let ha = master.broker().replication().ha_master().unwrap().clone();
+    wait_until("the slave in sync", Duration::from_secs(20), || {
+        ha.slave_in_sync()
+    })
+    .await;
+    let (maddr, saddr) = (master.broker().broker_addr(), slave.broker().broker_addr());
+    let client = RemotingClient::new(ClientConfig::default());
+    let call = async |addr: &str, cmd: RemotingCommand| {
+        client
+            .invoke(addr, cmd, Duration::from_secs(10))
+            .await
+            .unwrap()
+    };
+
+    // A half under SYNC_MASTER is acknowledged once the slave has it.
+    let r = call(&maddr, tx_wire::half_request("HaTx", b"order-1")).await;
+    assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+    let sent = SendMessageResponseHeader::from_ext(&r.ext_fields).unwrap();
+    let end = tx_wire::end_request(
+        &sent,
+        tx_wire::GROUP,
+        sent.queue_offset,
+        TRANSACTION_COMMIT_TYPE,
+    );
+    // The slave does not decide.
+    let r = call(&saddr, end.clone()).await;
+    assert_eq!(r.code, response::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+    let r = call(&maddr, end).await;
+    assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+
+    // The committed message and the op are in the slave's log and queues.
+    let s = slave.broker().store().clone();
+    wait_until("the decision on the slave", Duration::from_secs(10), || {
+        s.max_offset_in_queue("HaTx", 0) == 1 && s.max_offset_in_queue(TRANS_OP_HALF_TOPIC, 0) == 1
+    })
+    .await;
+    assert_eq!(s.max_offset_in_queue(TRANS_HALF_TOPIC, 0), 1);
+    let m = master.broker().store().clone();
+    assert_eq!(m.max_offset_in_queue("HaTx", 0), 1, "stored once");
+
+    slave.shutdown().await;
     master.shutdown().await;
     ns.shutdown().await;
 }

@@ -10,11 +10,11 @@ use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     CommandHeader, CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader, GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader,
-    QueryMessageRequestHeader, ViewMessageRequestHeader,
+    ListTransactionsRequestHeader, QueryMessageRequestHeader, ViewMessageRequestHeader,
 };
 use basalt_remoting::protocol::{
     self, ClusterInfo, ConsumeStats, KvTable, SubscriptionData, TopicConfig, TopicList,
-    TopicRouteData, TopicStatsTable,
+    TopicRouteData, TopicStatsTable, TransactionList,
 };
 use serde::Deserialize;
 
@@ -296,6 +296,21 @@ impl Admin {
         let table: KvTable = basalt_remoting::fastjson::from_slice(&resp.body)
             .map_err(|e| ClientError::bad_response(broker_addr, e))?;
         Ok(table.table)
+    }
+
+    /// Basalt's LIST_TRANSACTIONS: the broker's unresolved transactional
+    /// (half) messages, at most `max` of them.
+    pub async fn transactions(&self, broker_addr: &str, max: i32) -> Result<TransactionList> {
+        let header = ListTransactionsRequestHeader { max: Some(max) };
+        let cmd = self
+            .instance
+            .request(request::LIST_TRANSACTIONS)
+            .with_ext(header.to_ext());
+        let resp = self
+            .instance
+            .invoke_ok(broker_addr, cmd, self.timeout())
+            .await?;
+        serde_json::from_slice(&resp.body).map_err(|e| ClientError::bad_response(broker_addr, e))
     }
 
     // ------------------------------------------------------------- consumers

@@ -22,6 +22,23 @@ pub mod property {
     pub const TRACE_ON: &str = "TRACE_ON";
     pub const CLUSTER: &str = "CLUSTER";
     pub const TRANSACTION_ID: &str = "__transactionId__";
+    /// Seconds before a half message's first check (instead of the broker's
+    /// `transactionTimeOut`).
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+    /// Queue offset of the half message an immunity copy stands for.
+    pub const TRANSACTION_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
+    /// How many times the broker has checked a half message back.
+    pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+    /// Request-reply: the id matching a reply to its request.
+    pub const CORRELATION_ID: &str = "CORRELATION_ID";
+    /// Request-reply: the client id of the requester.
+    pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+    /// Request-reply: how long the requester waits, in milliseconds.
+    pub const MESSAGE_TTL: &str = "TTL";
+    /// `reply` marks a reply message.
+    pub const MESSAGE_TYPE: &str = "MSG_TYPE";
+    /// Request-reply: when the broker pushed the reply.
+    pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
     pub const CRC32: &str = "__CRC32#";
     /// Keys with this prefix are never persisted.
     pub const TRANSIENT_PREFIX: &str = "__RMQ.TRANSIENT.";
@@ -51,6 +68,15 @@ pub mod topic {
     pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
     pub const RETRY_GROUP_PREFIX: &str = "%RETRY%";
     pub const DLQ_GROUP_PREFIX: &str = "%DLQ%";
+    /// Suffix of a cluster's reply topic, `<cluster>_REPLY_TOPIC`.
+    pub const REPLY_TOPIC_SUFFIX: &str = "_REPLY_TOPIC";
+}
+
+/// Reserved group names.
+pub mod group {
+    /// The group whose offsets on the half and op topics record how far the
+    /// transaction check has read.
+    pub const TRANSACTION_CHECK: &str = "CID_RMQ_SYS_TRANS";
 }
 
 /// Topic permission bits (`PermName`).

@@ -78,6 +78,10 @@ pub mod request {
     pub const LITE_PULL_MESSAGE: i32 = 361;
     pub const QUERY_ASSIGNMENT: i32 = 400;
     pub const BROKER_HEARTBEAT: i32 = 904;
+    /// Basalt's own: the unresolved transactional (half) messages of a
+    /// broker, for `basalt admin transactions`. RocketMQ has no such code;
+    /// like every code it must fit the binary header's i16.
+    pub const LIST_TRANSACTIONS: i32 = 30001;
 }
 
 /// Response codes. Values are those of RocketMQ's `ResponseCode` /
@@ -119,6 +123,7 @@ pub mod response {
     pub const NO_MESSAGE: i32 = 208;
     pub const FLOW_CONTROL: i32 = 215;
     pub const NOT_LEADER_FOR_QUEUE: i32 = 501;
+    pub const ILLEGAL_OPERATION: i32 = 604;
     pub const GO_AWAY: i32 = 1500;
 }
 
@@ -131,4 +136,22 @@ pub mod version {
     /// From this version on, a compressed REGISTER_BROKER body carries the
     /// topic-queue-mapping section.
     pub const V5_0_0: i32 = 413;
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::codec::{decode_frame, encode_frame};
+    use crate::command::{RemotingCommand, SerializeType};
+
+    /// Basalt's own request codes go out in the binary (ROCKETMQ) header
+    /// too, whose code field is an i16.
+    #[test]
+    fn basalt_codes_fit_the_binary_header() {
+        let mut cmd = RemotingCommand::request(super::request::LIST_TRANSACTIONS);
+        cmd.serialize_type = SerializeType::Rocketmq;
+        let frame = encode_frame(&cmd).expect("encodes in the binary header");
+        let back = decode_frame(frame.freeze().slice(4..)).expect("decodes");
+        assert_eq!(back.code, super::request::LIST_TRANSACTIONS);
+        assert_eq!(back.serialize_type, SerializeType::Rocketmq);
+    }
 }

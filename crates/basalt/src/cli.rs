@@ -151,6 +151,18 @@ pub enum AdminCommand {
     },
     #[command(subcommand)]
     Message(MessageCommand),
+    /// Unresolved transactional (half) messages of every master of a
+    /// cluster (or of one broker): age and checks so far.
+    Transactions {
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        /// Ask this broker address only.
+        #[arg(short, long)]
+        broker: Option<String>,
+        /// Most transactions listed per broker.
+        #[arg(long, default_value_t = 100)]
+        max: i32,
+    },
 }
 
 #[derive(Debug, Subcommand)]

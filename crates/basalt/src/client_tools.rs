@@ -401,6 +401,26 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, Strin
                 println!("  {k} = {v}");
             }
         }
+        AdminCommand::Transactions {
+            cluster,
+            broker,
+            max,
+        } => {
+            let brokers = match broker {
+                Some(b) => vec![b],
+                None => admin
+                    .cluster_masters(&cluster)
+                    .await
+                    .map_err(e)?
+                    .into_iter()
+                    .map(|(_, addr)| addr)
+                    .collect(),
+            };
+            for addr in brokers {
+                let list = admin.transactions(&addr, max).await.map_err(e)?;
+                print_transactions(&addr, &list);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -446,6 +466,33 @@ fn print_consumer(group: &str, c: &basalt_client::ConsumerConnection) {
         if let Err(err) = compiled {
             println!("{:<32} ! {err}", "");
         }
+    }
+}
+
+/// One broker's unresolved transactions, oldest first.
+fn print_transactions(addr: &str, list: &basalt_remoting::protocol::TransactionList) {
+    println!(
+        "broker {addr}: {} unresolved{} (half queue checked to {} of {}, op queue read to {})",
+        list.transactions.len(),
+        if list.truncated { " or more" } else { "" },
+        list.half_progress,
+        list.half_max_offset,
+        list.op_progress
+    );
+    if list.transactions.is_empty() {
+        return;
+    }
+    println!(
+        "{:<34} {:<20} {:<24} {:>5} {:>10} {:>6}",
+        "transaction-id", "producer-group", "topic", "queue", "age", "checks"
+    );
+    let now = basalt_common::time::now_millis();
+    for t in &list.transactions {
+        let age = (now - t.born_timestamp).max(0) as f64 / 1000.0;
+        println!(
+            "{:<34} {:<20} {:<24} {:>5} {:>9.1}s {:>6}",
+            t.transaction_id, t.producer_group, t.topic, t.queue_id, age, t.check_times
+        );
     }
 }
 

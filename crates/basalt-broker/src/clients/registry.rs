@@ -293,6 +293,44 @@ impl ClientManager {
     pub fn producer_group_names(&self) -> Vec<String> {
         self.producers.read().keys().cloned().collect()
     }
+
+    /// An open connection of a producer group, picked at random among its
+    /// members (RocketMQ's `getAvailableChannel`): where a transaction
+    /// check goes.
+    pub fn producer_channel(&self, group: &str) -> Option<Channel> {
+        let all = self.producers.read();
+        let open: Vec<&ClientChannel> = all
+            .get(group)?
+            .values()
+            .filter(|c| !c.channel.is_closed())
+            .collect();
+        if open.is_empty() {
+            return None;
+        }
+        let pick = rand::random_range(0..open.len());
+        Some(open[pick].channel.clone())
+    }
+
+    /// The open connection a client (by client id) heartbeats over, as a
+    /// producer or else as a consumer: where a reply to its request goes.
+    pub fn client_channel(&self, client_id: &str) -> Option<Channel> {
+        let find = |members: &mut dyn Iterator<Item = &ClientChannel>| {
+            members
+                .filter(|c| c.client_id == client_id && !c.channel.is_closed())
+                .max_by_key(|c| c.last_update)
+                .map(|c| c.channel.clone())
+        };
+        let from_producers = find(&mut self.producers.read().values().flat_map(|m| m.values()));
+        from_producers.or_else(|| {
+            find(
+                &mut self
+                    .consumers
+                    .read()
+                    .values()
+                    .flat_map(|g| g.members.values()),
+            )
+        })
+    }
 }
 
 #[cfg(test)]

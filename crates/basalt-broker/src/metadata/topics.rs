@@ -71,7 +71,18 @@ impl TopicConfigManager {
             TopicSettings::new(cfg.broker_name.clone(), 1),
             TopicSettings::new(reserved::OFFSET_MOVED_EVENT, 1),
             TopicSettings::new(reserved::SCHEDULE_TOPIC, 18),
-            TopicSettings::new(format!("{}_REPLY_TOPIC", cfg.broker_cluster_name), 1),
+            TopicSettings::new(
+                format!(
+                    "{}{}",
+                    cfg.broker_cluster_name,
+                    reserved::REPLY_TOPIC_SUFFIX
+                ),
+                1,
+            ),
+            // Transactional messages: halves and the decisions about them,
+            // one queue each, as RocketMQ 5 creates them.
+            TopicSettings::new(reserved::TRANS_HALF_TOPIC, 1),
+            TopicSettings::new(reserved::TRANS_OP_HALF_TOPIC, 1),
         ];
         if cfg.auto_create_topic_enable {
             let mut t =

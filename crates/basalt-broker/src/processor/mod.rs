@@ -11,13 +11,19 @@ mod checks;
 mod client;
 pub mod paths;
 mod pull;
+mod reply;
 mod send;
+mod transaction;
+
+use std::sync::Arc;
 
 use basalt_remoting::code::{request, response};
 use basalt_remoting::{Channel, HeaderError, RemotingCommand, RequestProcessor};
+use basalt_store::PutMessageStatus;
 
-use self::paths::{AdminPath, ClientPath, PullPath, SendPath};
+use self::paths::{AdminPath, ClientPath, PullPath, ReplyPath, SendPath};
 use crate::broker::Broker;
+use crate::transaction::Transactions;
 
 /// The broker's [`RequestProcessor`]: routes each request code to its
 /// handler, giving each handler only its path's handle.
@@ -26,6 +32,8 @@ pub struct BrokerProcessor {
     pull: PullPath,
     clients: ClientPath,
     admin: AdminPath,
+    replies: ReplyPath,
+    transactions: Arc<Transactions>,
 }
 
 impl BrokerProcessor {
@@ -35,6 +43,8 @@ impl BrokerProcessor {
             pull: broker.pull_path(),
             clients: broker.client_path(),
             admin: broker.admin_path(),
+            replies: broker.reply_path(),
+            transactions: Arc::clone(broker.transactions()),
         }
     }
 }
@@ -42,6 +52,23 @@ impl BrokerProcessor {
 /// An error response.
 pub(crate) fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(code, Some(remark.into()))
+}
+
+/// The response code for a store result (SendMessageProcessor's mapping).
+pub(crate) fn code_for_put(status: PutMessageStatus) -> i32 {
+    match status {
+        PutMessageStatus::PutOk => response::SUCCESS,
+        PutMessageStatus::FlushDiskTimeout => response::FLUSH_DISK_TIMEOUT,
+        PutMessageStatus::FlushSlaveTimeout => response::FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus::SlaveNotAvailable => response::SLAVE_NOT_AVAILABLE,
+        PutMessageStatus::ServiceNotAvailable => response::SERVICE_NOT_AVAILABLE,
+        PutMessageStatus::CreateMappedFileFailed => response::SYSTEM_ERROR,
+        PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
+            response::MESSAGE_ILLEGAL
+        }
+        PutMessageStatus::OsPageCacheBusy => response::SYSTEM_BUSY,
+        PutMessageStatus::UnknownError => response::SYSTEM_ERROR,
+    }
 }
 
 /// The response to a request whose header does not parse.
@@ -53,11 +80,12 @@ impl RequestProcessor for BrokerProcessor {
     async fn process(&self, channel: &Channel, req: RemotingCommand) -> Option<RemotingCommand> {
         let (s, c, a) = (&self.send, &self.clients, &self.admin);
         let resp = match req.code {
-            request::SEND_MESSAGE
-            | request::SEND_MESSAGE_V2
-            | request::SEND_BATCH_MESSAGE
-            | request::SEND_REPLY_MESSAGE
-            | request::SEND_REPLY_MESSAGE_V2 => send::send(s, channel, &req).await,
+            request::SEND_MESSAGE | request::SEND_MESSAGE_V2 | request::SEND_BATCH_MESSAGE => {
+                send::send(s, channel, &req).await
+            }
+            request::SEND_REPLY_MESSAGE | request::SEND_REPLY_MESSAGE_V2 => {
+                reply::send_reply(&self.replies, channel, &req).await
+            }
             request::CONSUMER_SEND_MSG_BACK => send::send_back(s, channel, &req).await,
             request::PULL_MESSAGE | request::LITE_PULL_MESSAGE => {
                 pull::pull(&self.pull, &req).await
@@ -74,10 +102,12 @@ impl RequestProcessor for BrokerProcessor {
             request::SEARCH_OFFSET_BY_TIMESTAMP => client::search_offset(c, &req),
             request::LOCK_BATCH_MQ => client::lock_batch(c, &req),
             request::UNLOCK_BATCH_MQ => client::unlock_batch(c, &req),
-            request::END_TRANSACTION => error(
-                response::NO_PERMISSION,
-                "transactional messages are not supported by this broker",
-            ),
+            request::END_TRANSACTION => {
+                transaction::end_transaction(&self.transactions, channel, &req).await
+            }
+            request::LIST_TRANSACTIONS => {
+                transaction::list_transactions(&self.transactions, &req).await
+            }
             request::UPDATE_AND_CREATE_TOPIC => admin::create_topic(a, &req).await,
             request::DELETE_TOPIC_IN_BROKER => admin::delete_topic(a, &req),
             request::GET_ALL_TOPIC_CONFIG => admin::all_topic_config(a),

@@ -23,6 +23,7 @@ use crate::metadata::topics::TopicConfigManager;
 use crate::registration::Registrar;
 use crate::replication::Replication;
 use crate::schedule::DelayOffsets;
+use crate::transaction::Transactions;
 use crate::writer::MessageWriter;
 
 /// Counters for runtime info.
@@ -103,7 +104,16 @@ pub struct AdminPath {
     pub(crate) delay_offsets: Arc<DelayOffsets>,
     pub(crate) registrar: Arc<Registrar>,
     pub(crate) stats: Arc<BrokerStats>,
+    pub(crate) transactions: Arc<Transactions>,
     pub(crate) started_at: Instant,
+}
+
+/// What reply messages (request-reply) reach: the send path to store them
+/// and the connected clients to push them to.
+#[derive(Debug, Clone)]
+pub struct ReplyPath {
+    pub(crate) send: SendPath,
+    pub(crate) clients: Arc<ClientManager>,
 }
 
 impl ClientPath {

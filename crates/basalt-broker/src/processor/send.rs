@@ -10,7 +10,7 @@ use basalt_remoting::header::{
     SendMessageResponseHeader,
 };
 use basalt_remoting::{Channel, RemotingCommand};
-use basalt_store::{PutMessageResult, PutMessageStatus};
+use basalt_store::PutMessageResult;
 use bytes::Bytes;
 use rand::Rng;
 
@@ -42,7 +42,7 @@ async fn ensure_group_topic(
 /// and the queue id to use. A topic it auto-creates is registered with the
 /// NameServers before it returns, as in RocketMQ, so the producer can route
 /// to it as soon as its send is answered.
-async fn check_send(
+pub(super) async fn check_send(
     p: &SendPath,
     h: &SendMessageRequestHeader,
     body_len: usize,
@@ -151,7 +151,7 @@ async fn auto_create_topic(
 /// Ensures a unique key and adds the cluster name, as the Java p does.
 /// A client's `__CRC32#` property is dropped: only the store writes that
 /// trailer, and a forged one would make the record fail its own check.
-fn broker_properties(p: &SendPath, raw: &[u8]) -> Vec<u8> {
+pub(super) fn broker_properties(p: &SendPath, raw: &[u8]) -> Vec<u8> {
     let mut props = if properties::find(raw, property::CRC32).is_some() {
         properties::without(raw, &[property::CRC32])
     } else {
@@ -166,21 +166,15 @@ fn broker_properties(p: &SendPath, raw: &[u8]) -> Vec<u8> {
     props
 }
 
-/// Maps a store result to a send response.
-fn response_for(p: &SendPath, r: &PutMessageResult, queue_id: i32) -> RemotingCommand {
-    let code = match r.status {
-        PutMessageStatus::PutOk => response::SUCCESS,
-        PutMessageStatus::FlushDiskTimeout => response::FLUSH_DISK_TIMEOUT,
-        PutMessageStatus::FlushSlaveTimeout => response::FLUSH_SLAVE_TIMEOUT,
-        PutMessageStatus::SlaveNotAvailable => response::SLAVE_NOT_AVAILABLE,
-        PutMessageStatus::ServiceNotAvailable => response::SERVICE_NOT_AVAILABLE,
-        PutMessageStatus::CreateMappedFileFailed => response::SYSTEM_ERROR,
-        PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
-            response::MESSAGE_ILLEGAL
-        }
-        PutMessageStatus::OsPageCacheBusy => response::SYSTEM_BUSY,
-        PutMessageStatus::UnknownError => response::SYSTEM_ERROR,
-    };
+/// Maps a store result to a send response. `transaction_id` is set for a
+/// half message (the producer ends its transaction with it).
+pub(super) fn response_for(
+    p: &SendPath,
+    r: &PutMessageResult,
+    queue_id: i32,
+    transaction_id: Option<String>,
+) -> RemotingCommand {
+    let code = super::code_for_put(r.status);
     let Some(a) = r.append.as_ref().filter(|_| r.status.is_stored()) else {
         p.stats
             .put_failures
@@ -213,7 +207,7 @@ fn response_for(p: &SendPath, r: &PutMessageResult, queue_id: i32) -> RemotingCo
         msg_id,
         queue_id,
         queue_offset: a.queue_offset,
-        transaction_id: None,
+        transaction_id,
         batch_uniq_id: None,
     };
     let mut ext = header.to_ext();
@@ -230,7 +224,7 @@ fn response_for(p: &SendPath, r: &PutMessageResult, queue_id: i32) -> RemotingCo
 }
 
 /// Whether the producer asked to wait for durability (`WAIT`, default true).
-fn wait_store_msg_ok(props: &[u8]) -> bool {
+pub(super) fn wait_store_msg_ok(props: &[u8]) -> bool {
     properties::find(props, property::WAIT)
         .map(|v| !v.eq_ignore_ascii_case(b"false"))
         .unwrap_or(true)
@@ -257,12 +251,14 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
         Err(resp) => return resp,
     };
     let raw_props = h.properties.as_deref().unwrap_or("").as_bytes();
-    if properties::find(raw_props, property::TRAN_MSG).map(|v| v.eq_ignore_ascii_case(b"true"))
-        == Some(true)
-    {
+    let prepared = is_half_message(raw_props, h.reconsume_times.unwrap_or(0));
+    if prepared && p.config.reject_transaction_message {
         return error(
             response::NO_PERMISSION,
-            "transactional messages are not supported by this p",
+            format!(
+                "the broker[{}] sending transaction message is forbidden",
+                p.config.broker_ip1
+            ),
         );
     }
     let mut props = broker_properties(p, raw_props);
@@ -292,6 +288,20 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
         }
     }
 
+    // A transaction's half message waits in the half topic for its
+    // producer's decision (crate::transaction); it takes no delay.
+    let transaction_id = if prepared {
+        props = properties::without(&props, &[property::DELAY]);
+        let txid = properties::find(&props, property::UNIQ_KEY)
+            .map(|u| String::from_utf8_lossy(u).into_owned());
+        props = crate::transaction::messages::half_properties(&props, &topic, queue_id);
+        topic = reserved::TRANS_HALF_TOPIC.to_string();
+        queue_id = 0;
+        txid
+    } else {
+        None
+    };
+
     // A delay level sends the message through the schedule topic.
     let delay_level = properties::find(&props, property::DELAY)
         .and_then(|v| std::str::from_utf8(v).ok())
@@ -314,6 +324,13 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
     if topic_cfg.topic_filter_type == TagMode::MultiTag {
         sys_flag |= sysflag::MULTI_TAGS;
     }
+    if prepared {
+        // Stored as a plain message of the half topic: it gets a unit there.
+        sys_flag = crate::transaction::messages::with_transaction_type(
+            sys_flag,
+            sysflag::TRANSACTION_NOT_TYPE,
+        );
+    }
     let draft = RecordDraft {
         topic: &topic,
         queue_id,
@@ -328,7 +345,20 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
         properties: &props,
     };
     let r = p.writer.put(&[draft], wait_store_msg_ok(&props)).await;
-    response_for(p, &r, chosen_queue)
+    response_for(p, &r, chosen_queue, transaction_id)
+}
+
+/// Whether a send is a transaction's half message: `TRAN_MSG=true`, except
+/// (as RocketMQ does for clients before 4.6.1) a retried message that names
+/// a delay level.
+fn is_half_message(raw_props: &[u8], reconsume_times: i32) -> bool {
+    let tran = properties::find(raw_props, property::TRAN_MSG)
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
+    let delayed = properties::find(raw_props, property::DELAY)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .is_some_and(|d| d > 0);
+    tran && !(reconsume_times > 0 && delayed)
 }
 
 async fn send_batch(
@@ -367,6 +397,13 @@ async fn send_batch(
         Err(resp) => return resp,
     };
     let batch_props = h.properties.as_deref().unwrap_or("").as_bytes();
+    if is_half_message(batch_props, 0) || entries.iter().any(|e| is_half_message(&e.properties, 0))
+    {
+        return error(
+            response::MESSAGE_ILLEGAL,
+            "batch message does not support transaction",
+        );
+    }
     let wait = wait_store_msg_ok(batch_props);
     let props: Vec<Vec<u8>> = entries
         .iter()
@@ -405,7 +442,7 @@ async fn send_batch(
         })
         .collect();
     let r = p.writer.put(&drafts, wait).await;
-    response_for(p, &r, queue_id)
+    response_for(p, &r, queue_id, None)
 }
 
 /// CONSUMER_SEND_MSG_BACK: a consumer failed a message; store a copy for a

@@ -433,6 +433,37 @@ header! {
 }
 
 header! {
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker → requester: a reply's
+    /// send header plus where and when the broker took it. The body is the
+    /// reply's body.
+    pub struct ReplyMessageRequestHeader {
+        producer_group: String = "producerGroup",
+        topic: String = "topic",
+        default_topic: String = "defaultTopic",
+        default_topic_queue_nums: i32 = "defaultTopicQueueNums",
+        queue_id: i32 = "queueId",
+        sys_flag: i32 = "sysFlag",
+        born_timestamp: i64 = "bornTimestamp",
+        flag: i32 = "flag",
+        properties: Option<String> = "properties",
+        reconsume_times: Option<i32> = "reconsumeTimes",
+        unit_mode: Option<bool> = "unitMode",
+        /// `ip:port` of the replier's connection.
+        born_host: String = "bornHost",
+        /// `ip:port` of this broker.
+        store_host: String = "storeHost",
+        store_timestamp: i64 = "storeTimestamp",
+    }
+}
+
+header! {
+    /// LIST_TRANSACTIONS (Basalt): at most `max` unresolved half messages.
+    pub struct ListTransactionsRequestHeader {
+        max: Option<i32> = "max",
+    }
+}
+
+header! {
     /// GET_CONSUMER_RUNNING_INFO (307), broker → consumer.
     pub struct GetConsumerRunningInfoRequestHeader {
         consumer_group: String = "consumerGroup",

@@ -115,9 +115,9 @@ pub struct HeartbeatData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckClientRequestBody {
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub client_id: String,
-    #[serde(default, deserialize_with = "lenient::string")]
+    #[serde(default)]
     pub group: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subscription_data: Option<SubscriptionData>,

@@ -6,6 +6,7 @@ pub mod client;
 pub mod route;
 pub mod stats;
 pub mod topic;
+pub mod transaction;
 
 pub use client::{
     CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody,
@@ -17,6 +18,7 @@ pub use stats::{ConsumeStats, KvTable, OffsetWrapper, TopicOffset, TopicStatsTab
 pub use topic::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
 };
+pub use transaction::{PendingTransaction, TransactionList};
 
 /// A body that could not be decoded or encoded.
 #[derive(Debug, thiserror::Error)]

@@ -3,6 +3,8 @@
 //! leaves a process behind.
 #![allow(dead_code)]
 
+pub mod ledger_group;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

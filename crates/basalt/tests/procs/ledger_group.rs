@@ -1,0 +1,127 @@
+//! [`LedgerGroup`]: a three-member ledger-mode broker group for process
+//! tests.
+
+use std::path::Path;
+use std::time::Duration;
+
+use basalt_client::Admin;
+use basalt_remoting::code::{request, response};
+use basalt_remoting::{ExtFields, RemotingClient, RemotingCommand};
+
+use super::{Proc, eventually, free_port, free_port_pair, write_conf};
+
+/// Three ledger-mode brokers (group `lb`, cluster `LC`) on 127.0.0.1 and
+/// their NameServer; every process is killed when this is dropped.
+pub struct LedgerGroup {
+    _ns: Proc,
+    pub ns_addr: String,
+    brokers: Vec<Proc>,
+    broker_ports: Vec<u16>,
+}
+
+impl LedgerGroup {
+    /// Starts the group in `work` (stores and logs) with these extra
+    /// `key=value` broker settings.
+    pub fn start(work: &Path, settings: &[String]) -> LedgerGroup {
+        let (ns, ns_addr) = Proc::namesrv(work);
+        let ledger_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let broker_ports: Vec<u16> = (0..3).map(|_| free_port_pair()).collect();
+        let peers = (0..3)
+            .map(|i| format!("n{i}-127.0.0.1:{}", ledger_ports[i]))
+            .collect::<Vec<_>>()
+            .join(";");
+        let brokers = (0..3)
+            .map(|i| {
+                let store = work.join(format!("store{i}")).display().to_string();
+                let mut pairs: Vec<(&str, String)> = vec![
+                    ("brokerClusterName", "LC".into()),
+                    ("brokerName", "lb".into()),
+                    ("listenAddr", "127.0.0.1".into()),
+                    ("brokerIP1", "127.0.0.1".into()),
+                    ("brokerIP2", "127.0.0.1".into()),
+                    ("listenPort", broker_ports[i].to_string()),
+                    ("namesrvAddr", ns_addr.clone()),
+                    ("storePathRootDir", store),
+                    ("enableDLegerCommitLog", "true".into()),
+                    ("dLegerGroup", "lb".into()),
+                    ("dLegerPeers", peers.clone()),
+                    ("dLegerSelfId", format!("n{i}")),
+                    ("dLegerHeartbeatInterval", "200".into()),
+                    ("mappedFileSizeCommitLog", (4 * 1024 * 1024).to_string()),
+                    ("registerNameServerPeriod", "500".into()),
+                    ("slaveSyncInterval", "500".into()),
+                ];
+                for kv in settings {
+                    let (k, v) = kv.split_once('=').expect("key=value");
+                    pairs.push((k, v.to_string()));
+                }
+                let conf = write_conf(work, &format!("b{i}"), &pairs);
+                Proc::spawn(
+                    &format!("broker{i}"),
+                    &["broker", "-c", conf.to_str().expect("utf-8 path")],
+                    "basalt broker",
+                    work,
+                )
+            })
+            .collect();
+        LedgerGroup {
+            _ns: ns,
+            ns_addr,
+            brokers,
+            broker_ports,
+        }
+    }
+
+    /// The master's address once there is one other than `not`.
+    pub async fn master(&self, admin: &Admin, not: Option<&str>) -> String {
+        let mut addr = String::new();
+        eventually(
+            "a ledger master",
+            Duration::from_secs(30),
+            async || match admin.cluster_masters("LC").await {
+                Ok(m) => match m.into_iter().find(|(_, a)| Some(a.as_str()) != not) {
+                    Some((_, a)) => {
+                        addr = a;
+                        true
+                    }
+                    None => false,
+                },
+                Err(_) => false,
+            },
+        )
+        .await;
+        addr
+    }
+
+    /// Waits until every member has `topic` (followers copy the topic table
+    /// from the leader every `slaveSyncInterval`; a member that never got a
+    /// topic would not serve it after a fail-over).
+    pub async fn wait_topic_everywhere(&self, topic: &str) {
+        let client = RemotingClient::default();
+        for port in &self.broker_ports {
+            let addr = format!("127.0.0.1:{port}");
+            eventually(
+                &format!("{topic} on {addr}"),
+                Duration::from_secs(10),
+                async || {
+                    let mut ext = ExtFields::new();
+                    ext.insert("topic", topic);
+                    let cmd = RemotingCommand::request(request::GET_TOPIC_CONFIG).with_ext(ext);
+                    client
+                        .invoke(&addr, cmd, Duration::from_secs(3))
+                        .await
+                        .is_ok_and(|r| r.code == response::SUCCESS)
+                },
+            )
+            .await;
+        }
+    }
+
+    /// SIGKILL to the member listening at `addr`.
+    pub fn kill9(&mut self, addr: &str) {
+        let i = (0..3)
+            .find(|i| addr.ends_with(&format!(":{}", self.broker_ports[*i])))
+            .expect("the master is one of ours");
+        self.brokers[i].kill9();
+    }
+}
