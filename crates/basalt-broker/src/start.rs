@@ -28,6 +28,8 @@ use crate::replication::ha::master::{HaMaster, HaMasterConfig};
 use crate::replication::ha::slave::{HaSlave, HaSlaveConfig};
 use crate::replication::ledger::LedgerMode;
 use crate::schedule::DelayOffsets;
+use crate::schedule::timers::{TimerParts, TimerService};
+use basalt_store::timer::RecoveredTimers;
 
 /// Opens the store, loads metadata, starts replication and serving.
 pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
@@ -86,6 +88,8 @@ struct Opened {
     groups: SubscriptionGroupManager,
     offsets: ConsumerOffsetManager,
     delay_offsets: DelayOffsets,
+    /// The timer state, when timerWheelEnable is on.
+    timers: Option<RecoveredTimers>,
 }
 
 /// Opens (and recovers) the store and loads the metadata files, off the
@@ -94,6 +98,11 @@ async fn open_store_and_metadata(config: Arc<BrokerConfig>) -> Result<Opened, Br
     tokio::task::spawn_blocking(move || {
         let root = config.store_path_root_dir.clone();
         let store = MessageStore::open_with_delays(config.store_config(), config.delay_levels())?;
+        let timers = if config.timer_wheel_enable {
+            Some(TimerService::recover(&config.timer_config(), &store)?)
+        } else {
+            None
+        };
         Ok(Opened {
             store,
             topics: TopicConfigManager::load(&root, &config),
@@ -104,6 +113,7 @@ async fn open_store_and_metadata(config: Arc<BrokerConfig>) -> Result<Opened, Br
             ),
             offsets: ConsumerOffsetManager::load(&root),
             delay_offsets: DelayOffsets::load(&root),
+            timers,
         })
     })
     .await
@@ -177,6 +187,23 @@ fn assemble(
         RemotingClient::new(basalt_remoting::ClientConfig::default()),
         ha_addr,
     ));
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let timers = o.timers.map(|recovered| {
+        let parts = TimerParts {
+            cfg: config.timer_config(),
+            flush_interval: config.timer_flush_interval,
+            store: Arc::clone(&o.store),
+            writer: crate::writer::MessageWriter::new(
+                Arc::clone(&o.store),
+                Arc::clone(&replication),
+                Arc::clone(&config),
+            ),
+            waiters: Arc::clone(&waiters),
+            store_host: config.broker_addr(),
+            shutting_down: Arc::clone(&shutting_down),
+        };
+        Arc::new(TimerService::new(parts, recovered))
+    });
     Arc::new(Broker {
         uniq: Arc::new(UniqKeyGenerator::new(config.broker_ip1, rand::random())),
         store: o.store,
@@ -191,7 +218,8 @@ fn assemble(
         registrar,
         stats: Arc::new(BrokerStats::default()),
         started_at: Instant::now(),
-        shutting_down: Arc::new(AtomicBool::new(false)),
+        shutting_down,
+        timers,
         config,
     })
 }
@@ -205,7 +233,7 @@ fn serve(broker: &Arc<Broker>, listener: TcpListener) -> ServerHandle {
 }
 
 /// The broker's background tasks: registration, metadata persistence,
-/// client expiry, replication housekeeping, delayed delivery.
+/// client expiry, replication housekeeping, delayed delivery, timers.
 fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     let mut tasks = vec![
         tokio::spawn(Arc::clone(&broker.registrar).run_rounds()),
@@ -218,6 +246,11 @@ fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     // while they lead); a configured slave never delivers.
     if broker.replication.ha_slave().is_none() {
         tasks.extend(broker.delay_delivery().start());
+    }
+    // Timers run everywhere: the broker taking sends delivers, the others
+    // keep their wheel current and confirm deliveries.
+    if let Some(t) = &broker.timers {
+        tasks.extend(t.start());
     }
     tasks
 }

@@ -73,6 +73,9 @@ impl TopicConfigManager {
             TopicSettings::new(reserved::SCHEDULE_TOPIC, 18),
             TopicSettings::new(format!("{}_REPLY_TOPIC", cfg.broker_cluster_name), 1),
         ];
+        if cfg.timer_wheel_enable {
+            system.push(TopicSettings::new(reserved::TIMER_TOPIC, 1));
+        }
         if cfg.auto_create_topic_enable {
             let mut t =
                 TopicSettings::new(reserved::AUTO_CREATE_TOPIC, cfg.default_topic_queue_nums);

@@ -21,7 +21,7 @@ use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
 use crate::registration::Registrar;
 use crate::replication::Replication;
-use crate::schedule::DelayOffsets;
+use crate::schedule::{DelayOffsets, TimerService};
 use crate::writer::MessageWriter;
 
 /// Counters for runtime info.
@@ -98,6 +98,7 @@ pub struct AdminPath {
     pub(crate) clients: Arc<ClientManager>,
     pub(crate) waiters: Arc<PullWaiters>,
     pub(crate) delay_offsets: Arc<DelayOffsets>,
+    pub(crate) timers: Option<Arc<TimerService>>,
     pub(crate) registrar: Arc<Registrar>,
     pub(crate) stats: Arc<BrokerStats>,
     pub(crate) started_at: Instant,

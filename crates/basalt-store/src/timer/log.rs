@@ -146,6 +146,14 @@ impl TimerLog {
         *v = (*v).max(slot_ms);
     }
 
+    /// Makes sure the tail segment has room and says how many entries fit
+    /// in it. Creating a segment fsyncs the directory, so the writer calls
+    /// this outside any lock its appends hold. Writer only.
+    pub fn room(&self) -> Result<usize> {
+        let f = self.files.last_writable(0)?;
+        Ok(f.remaining() / ENTRY_SIZE)
+    }
+
     /// Appends an entry; returns its position. Writer only.
     pub fn append(&self, e: &TimerEntry) -> Result<i64> {
         let f = self.files.last_writable(0)?;
