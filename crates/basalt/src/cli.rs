@@ -134,6 +134,9 @@ pub enum AdminCommand {
         /// Broker address (ip:port).
         addr: String,
     },
+    /// Timer messages on every broker: how many wait, when the next is due,
+    /// how far enqueueing and delivery are behind.
+    Timers,
     /// A consumer group's offsets and lag.
     Progress {
         #[arg(short, long)]

@@ -270,12 +270,13 @@ impl TimerService {
         self.log.shutdown();
     }
 
-    /// Runtime-info entries: RocketMQ's `timerReadBehind` (seconds the read
-    /// time is behind the clock), `timerOffsetBehind` (timer-queue messages
+    /// Runtime-info entries: RocketMQ's `timerReadBehind` (seconds the
+    /// oldest due timer has waited past its slot), `timerOffsetBehind` (timer-queue messages
     /// not yet enqueued), `timerCongestNum` (timers waiting), the enqueue and
     /// dequeue rates, and Basalt's own.
     pub fn runtime_info(&self) -> Vec<(String, String)> {
         let now = now_millis();
+        let p = self.precision();
         let (read_ms, enqueue_next, pending, next) = {
             let s = self.state.lock();
             let next = s
@@ -283,13 +284,18 @@ impl TimerService {
                 .next_pending(s.read_ms, s.read_ms + s.wheel.span_ms());
             (s.read_ms, s.enqueue_next, s.wheel.pending(), next)
         };
+        // How long the oldest timer that is due has been due.
+        let behind = next
+            .map(|t| now - basalt_store::timer::slot_due_ms(t, p))
+            .unwrap_or(0)
+            .max(0);
         let queue_max = self
             .store
             .get_consume_queue(reserved::TIMER_TOPIC, 0)
             .map(|q| q.max_offset())
             .unwrap_or(0);
         let next_due = next
-            .map(|t| basalt_store::timer::slot_due_ms(t, self.precision()).to_string())
+            .map(|t| basalt_store::timer::slot_due_ms(t, p).to_string())
             .unwrap_or_default();
         let mode = if self.run_start.load(Ordering::Acquire) >= 0 {
             "deliver"
@@ -299,10 +305,7 @@ impl TimerService {
         let st = &self.stats;
         let n = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
         vec![
-            (
-                "timerReadBehind".into(),
-                ((now - read_ms).max(0) / 1000).to_string(),
-            ),
+            ("timerReadBehind".into(), (behind / 1000).to_string()),
             (
                 "timerOffsetBehind".into(),
                 (queue_max - enqueue_next).max(0).to_string(),
@@ -316,7 +319,7 @@ impl TimerService {
             ("timerDelivered".into(), n(&st.delivered)),
             ("timerAlreadyDelivered".into(), n(&st.already_delivered)),
             ("timerDropped".into(), n(&st.dropped)),
-            ("timerPrecisionMs".into(), self.precision().to_string()),
+            ("timerPrecisionMs".into(), p.to_string()),
         ]
     }
 }
