@@ -43,7 +43,7 @@ impl TimerLog {
     /// multiple of the entry size).
     pub fn new(dir: PathBuf, segment_size: usize) -> TimerLog {
         assert!(
-            segment_size >= ENTRY_SIZE && segment_size % ENTRY_SIZE == 0,
+            segment_size >= ENTRY_SIZE && segment_size.is_multiple_of(ENTRY_SIZE),
             "TimerLog segments hold whole entries"
         );
         TimerLog {
@@ -95,7 +95,7 @@ impl TimerLog {
             ));
         };
         let in_file = (pos - f.start_offset()) as usize;
-        if in_file % ENTRY_SIZE != 0 {
+        if !in_file.is_multiple_of(ENTRY_SIZE) {
             return Err(self.corrupt(f.path(), pos, "position is not on an entry".into()));
         }
         let Some(b) = f.slice(in_file, ENTRY_SIZE) else {

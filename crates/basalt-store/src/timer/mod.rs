@@ -84,7 +84,7 @@ impl TimerConfig {
                 self.slot_count()
             ));
         }
-        if self.segment_size < ENTRY_SIZE * 1024 || self.segment_size % ENTRY_SIZE != 0 {
+        if self.segment_size < ENTRY_SIZE * 1024 || !self.segment_size.is_multiple_of(ENTRY_SIZE) {
             return Err(format!(
                 "mappedFileSizeTimerLog {} must be a multiple of {ENTRY_SIZE} and at least {}",
                 self.segment_size,
