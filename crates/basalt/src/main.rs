@@ -5,6 +5,7 @@
 //! * `basalt store check|dump DIR` — offline tools for a store directory.
 
 mod bench;
+mod bench_timers;
 mod cli;
 mod client_tools;
 mod histogram;
