@@ -3,7 +3,7 @@
 //! `__STARTDELIVERTIME`) for +2 s, +10 s and +1 min arrive not before their
 //! time, within 1.5 s after it, and exactly once — across a kill -9 under
 //! SYNC_FLUSH and a clean restart of a standalone broker, and across a
-//! ledger fail-over. A delay too far is refused; delay levels still work;
+//! ledger fail-over; a SYNC_MASTER delivers while its slave confirms. A delay too far is refused; delay levels still work;
 //! `basalt admin timers` shows the backlog.
 
 mod procs;
@@ -455,4 +455,85 @@ async fn timers_survive_a_ledger_failover_once_each() {
     for b in &mut brokers {
         b.stop();
     }
+}
+
+/// A SYNC_MASTER and its slave: the master delivers, each timer once; the
+/// slave keeps its wheel from its own copy of the timer queue and confirms
+/// the copies that reach it by replication.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_delivers_and_slave_confirms() {
+    const TOPIC: &str = "TimedHa";
+    let work = tempfile::tempdir().unwrap();
+    let (_ns, ns_addr) = Proc::namesrv(work.path());
+    let (mp, sp) = (free_port_pair(), free_port_pair());
+    let conf = |name: &str, port: u16, extra: &[(&'static str, &str)]| {
+        let mut s = broker_settings(&ns_addr, port, &work.path().join(name));
+        s.push(("brokerName", "th".into()));
+        s.push(("slaveSyncInterval", "500".into()));
+        s.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+        write_conf(work.path(), name, &s)
+    };
+    let mconf = conf("master", mp, &[("brokerRole", "SYNC_MASTER")]);
+    let sconf = conf("slave", sp, &[("brokerRole", "SLAVE"), ("brokerId", "1")]);
+    let spawn = |name: &str, c: &Path| {
+        Proc::spawn(
+            name,
+            &["broker", "-c", c.to_str().unwrap()],
+            "basalt broker",
+            work.path(),
+        )
+    };
+    let mut master = spawn("master", &mconf);
+    let mut slave = spawn("slave", &sconf);
+    let (maddr, saddr) = (format!("127.0.0.1:{mp}"), format!("127.0.0.1:{sp}"));
+    let c = RemotingClient::new(WireConfig::default());
+    // SYNC_MASTER answers sends once the slave has them.
+    eventually(
+        "the slave to connect",
+        Duration::from_secs(20),
+        async || {
+            send(&c, &maddr, TOPIC, "warm-up", "", "")
+                .await
+                .is_ok_and(|r| r.code == response::SUCCESS)
+        },
+    )
+    .await;
+
+    let sent = send_timers(&c, &maddr, TOPIC, &[2_000, 4_000]).await;
+    eventually("the slave to enqueue", Duration::from_secs(5), async || {
+        runtime(&c, &saddr, "timerCongestNum").await == "8"
+    })
+    .await;
+    assert_eq!(runtime(&c, &saddr, "timerMode").await, "confirm");
+    assert_eq!(runtime(&c, &maddr, "timerMode").await, "deliver");
+    let t0 = sent[0].due - 2_000;
+    let left = (t0 + 6_000 - now_millis()).max(0) as u64;
+    tokio::time::sleep(Duration::from_millis(left)).await;
+
+    // Both logs hold each copy once (the slave's by replication).
+    for addr in [&maddr, &saddr] {
+        let mut all = Vec::new();
+        let mut offset = 0;
+        while let Some((msgs, n)) = pull(&c, addr, TOPIC, offset).await {
+            if msgs.is_empty() {
+                break;
+            }
+            all.extend(
+                msgs.into_iter()
+                    .filter(|m| &m.body[..] != b"warm-up")
+                    .map(|m| (m.store_timestamp, m)),
+            );
+            offset = n;
+        }
+        check_on_time(&sent, &all);
+        assert_eq!(all.len(), sent.len(), "{addr}");
+    }
+    assert_eq!(runtime(&c, &maddr, "timerDelivered").await, "8");
+    eventually("the slave to confirm", Duration::from_secs(5), async || {
+        runtime(&c, &saddr, "timerCongestNum").await == "0"
+    })
+    .await;
+    assert_eq!(runtime(&c, &saddr, "timerDelivered").await, "0");
+    master.stop();
+    slave.stop();
 }
