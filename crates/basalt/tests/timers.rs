@@ -3,8 +3,9 @@
 //! `__STARTDELIVERTIME`) for +2 s, +10 s and +1 min arrive not before their
 //! time, within 1.5 s after it, and exactly once — across a kill -9 under
 //! SYNC_FLUSH and a clean restart of a standalone broker, and across a
-//! ledger fail-over; a SYNC_MASTER delivers while its slave confirms. A delay too far is refused; delay levels still work;
-//! `basalt admin timers` shows the backlog.
+//! ledger fail-over; a SYNC_MASTER delivers while its slave confirms. A
+//! delay too far is refused; delay levels still work; `basalt admin timers`
+//! shows the backlog.
 
 mod procs;
 
