@@ -326,6 +326,100 @@ async fn timers_arrive_on_time_across_kill9_and_restart() {
     broker.stop();
 }
 
+/// Three ledger-mode broker configurations on free ports.
+struct LedgerGroup {
+    work: std::path::PathBuf,
+    broker_ports: Vec<u16>,
+    confs: Vec<std::path::PathBuf>,
+}
+
+impl LedgerGroup {
+    fn new(work: &Path, ns_addr: &str) -> LedgerGroup {
+        let ledger_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let broker_ports: Vec<u16> = (0..3).map(|_| free_port_pair()).collect();
+        let peers = (0..3)
+            .map(|i| format!("n{i}-127.0.0.1:{}", ledger_ports[i]))
+            .collect::<Vec<_>>()
+            .join(";");
+        let confs = (0..3)
+            .map(|i| {
+                let store = work.join(format!("store{i}"));
+                let mut s = broker_settings(ns_addr, broker_ports[i], &store);
+                s.extend([
+                    ("brokerName", "tl".into()),
+                    ("enableDLegerCommitLog", "true".into()),
+                    ("dLegerGroup", "tl".into()),
+                    ("dLegerPeers", peers.clone()),
+                    ("dLegerSelfId", format!("n{i}")),
+                    ("dLegerHeartbeatInterval", "200".into()),
+                    ("slaveSyncInterval", "500".into()),
+                ]);
+                write_conf(work, &format!("b{i}"), &s)
+            })
+            .collect();
+        LedgerGroup {
+            work: work.to_path_buf(),
+            broker_ports,
+            confs,
+        }
+    }
+
+    fn start(&self, i: usize) -> Proc {
+        Proc::spawn(
+            &format!("broker{i}"),
+            &["broker", "-c", self.confs[i].to_str().unwrap()],
+            "basalt broker",
+            &self.work,
+        )
+    }
+
+    fn addr(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.broker_ports[i])
+    }
+}
+
+/// The address of the master of cluster `TC` other than `not`, once there is one.
+async fn find_master(admin: &Admin, not: &str) -> String {
+    let mut found = String::new();
+    eventually(
+        "a ledger master",
+        Duration::from_secs(30),
+        async || match admin.cluster_masters("TC").await {
+            Ok(m) if !m.is_empty() && m[0].1 != not => {
+                found = m[0].1.clone();
+                true
+            }
+            _ => false,
+        },
+    )
+    .await;
+    found
+}
+
+/// Every message in queue 0 of `topic` on `addr` except `skip`, each with
+/// its store time as the time seen.
+async fn read_queue(
+    c: &RemotingClient,
+    addr: &str,
+    topic: &str,
+    skip: &[u8],
+) -> Vec<(i64, StoredMessage)> {
+    let mut all = Vec::new();
+    let mut offset = 0;
+    while let Some((msgs, n)) = pull(c, addr, topic, offset).await {
+        if msgs.is_empty() {
+            break;
+        }
+        all.extend(
+            msgs.into_iter()
+                .filter(|m| &m.body[..] != skip)
+                .map(|m| (m.store_timestamp, m)),
+        );
+        offset = n;
+    }
+    all
+}
+
 /// Three ledger-mode brokers: timers wait while the leader is killed; the
 /// new leader delivers what is due, each once, on time, and does not
 /// deliver again what the old leader already did.
@@ -334,60 +428,15 @@ async fn timers_survive_a_ledger_failover_once_each() {
     const TOPIC: &str = "TimedLedger";
     let work = tempfile::tempdir().unwrap();
     let (_ns, ns_addr) = Proc::namesrv(work.path());
-    let ledger_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let broker_ports: Vec<u16> = (0..3).map(|_| free_port_pair()).collect();
-    let peers = (0..3)
-        .map(|i| format!("n{i}-127.0.0.1:{}", ledger_ports[i]))
-        .collect::<Vec<_>>()
-        .join(";");
-    let confs: Vec<_> = (0..3)
-        .map(|i| {
-            let store = work.path().join(format!("store{i}"));
-            let mut s = broker_settings(&ns_addr, broker_ports[i], &store);
-            s.extend([
-                ("brokerName", "tl".into()),
-                ("enableDLegerCommitLog", "true".into()),
-                ("dLegerGroup", "tl".into()),
-                ("dLegerPeers", peers.clone()),
-                ("dLegerSelfId", format!("n{i}")),
-                ("dLegerHeartbeatInterval", "200".into()),
-                ("slaveSyncInterval", "500".into()),
-            ]);
-            write_conf(work.path(), &format!("b{i}"), &s)
-        })
-        .collect();
-    let start = |i: usize| {
-        Proc::spawn(
-            &format!("broker{i}"),
-            &["broker", "-c", confs[i].to_str().unwrap()],
-            "basalt broker",
-            work.path(),
-        )
-    };
-    let mut brokers: Vec<Proc> = (0..3).map(start).collect();
+    let group = LedgerGroup::new(work.path(), &ns_addr);
+    let mut brokers: Vec<Proc> = (0..3).map(|i| group.start(i)).collect();
 
     let mut cc = ClientConfig::new(&ns_addr);
     cc.poll_name_server_interval = Duration::from_millis(300);
     cc.request_timeout = Duration::from_secs(3);
     let admin = Admin::new(cc);
     let master = Arc::new(Mutex::new(String::new()));
-    let find_master = async |not: &str| -> String {
-        let mut found = String::new();
-        eventually(
-            "a ledger master",
-            Duration::from_secs(30),
-            async || match admin.cluster_masters("TC").await {
-                Ok(m) if !m.is_empty() && m[0].1 != not => {
-                    found = m[0].1.clone();
-                    true
-                }
-                _ => false,
-            },
-        )
-        .await;
-        found
-    };
-    let first = find_master("").await;
+    let first = find_master(&admin, "").await;
     *master.lock() = first.clone();
     admin
         .create_topic(&first, &TopicConfig::new(TOPIC, 1))
@@ -408,11 +457,11 @@ async fn timers_survive_a_ledger_failover_once_each() {
     })
     .await;
     let leader = (0..3)
-        .find(|i| first.ends_with(&format!(":{}", broker_ports[*i])))
+        .find(|i| group.addr(*i) == first)
         .expect("the master is one of ours");
     tokio::time::sleep(Duration::from_millis(500)).await;
     brokers[leader].kill9();
-    let next = find_master(&first).await;
+    let next = find_master(&admin, &first).await;
     eprintln!("new leader {next} found {} ms after t0", now_millis() - t0);
     *master.lock() = next.clone();
 
@@ -420,17 +469,8 @@ async fn timers_survive_a_ledger_failover_once_each() {
     tokio::time::sleep(Duration::from_millis(left)).await;
     stop.store(true, Ordering::Release);
     task.await.unwrap();
-    // The collector re-read the new leader from offset 0 only if it had to;
-    // read the whole queue of the new leader once more to count copies.
-    let mut all = Vec::new();
-    let mut offset = 0;
-    while let Some((msgs, n)) = pull(&c, &next, TOPIC, offset).await {
-        if msgs.is_empty() {
-            break;
-        }
-        all.extend(msgs.into_iter().map(|m| (m.store_timestamp, m)));
-        offset = n;
-    }
+    // Count the copies in the new leader's whole queue.
+    let all = read_queue(&c, &next, TOPIC, b"").await;
     let bodies: Vec<_> = all.iter().map(|(_, m)| m.body.clone()).collect();
     assert_eq!(
         all.len(),
@@ -444,8 +484,8 @@ async fn timers_survive_a_ledger_failover_once_each() {
     assert!(delivered >= 8, "the new leader delivered the later timers");
 
     // The old leader comes back as a follower and confirms every copy.
-    brokers[leader] = start(leader);
-    let old = format!("127.0.0.1:{}", broker_ports[leader]);
+    brokers[leader] = group.start(leader);
+    let old = group.addr(leader);
     eventually(
         "the old leader to confirm",
         Duration::from_secs(20),
@@ -513,19 +553,7 @@ async fn master_delivers_and_slave_confirms() {
 
     // Both logs hold each copy once (the slave's by replication).
     for addr in [&maddr, &saddr] {
-        let mut all = Vec::new();
-        let mut offset = 0;
-        while let Some((msgs, n)) = pull(&c, addr, TOPIC, offset).await {
-            if msgs.is_empty() {
-                break;
-            }
-            all.extend(
-                msgs.into_iter()
-                    .filter(|m| &m.body[..] != b"warm-up")
-                    .map(|m| (m.store_timestamp, m)),
-            );
-            offset = n;
-        }
+        let all = read_queue(&c, addr, TOPIC, b"warm-up").await;
         check_on_time(&sent, &all);
         assert_eq!(all.len(), sent.len(), "{addr}");
     }
