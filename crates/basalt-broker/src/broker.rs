@@ -23,7 +23,7 @@ use crate::metadata::topics::TopicConfigManager;
 use crate::processor::paths::{AdminPath, BrokerStats, ClientPath, PullPath, ReplyPath, SendPath};
 use crate::registration::Registrar;
 use crate::replication::Replication;
-use crate::schedule::{DelayDelivery, DelayOffsets};
+use crate::schedule::{DelayDelivery, DelayOffsets, TimerService};
 use crate::transaction::Transactions;
 use crate::writer::MessageWriter;
 
@@ -66,6 +66,8 @@ pub struct Broker {
     pub(crate) uniq: Arc<UniqKeyGenerator>,
     pub(crate) started_at: Instant,
     pub(crate) shutting_down: Arc<AtomicBool>,
+    /// Timer messages (None with timerWheelEnable=false).
+    pub(crate) timers: Option<Arc<TimerService>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -97,6 +99,11 @@ impl Broker {
 
     pub fn consumer_offsets(&self) -> &ConsumerOffsetManager {
         &self.offsets
+    }
+
+    /// Timer messages, when enabled.
+    pub fn timers(&self) -> Option<&Arc<TimerService>> {
+        self.timers.as_ref()
     }
 
     /// `ip:port` clients use.
@@ -181,6 +188,7 @@ impl Broker {
             clients: Arc::clone(&self.clients),
             waiters: Arc::clone(&self.waiters),
             delay_offsets: Arc::clone(&self.delay_offsets),
+            timers: self.timers.clone(),
             registrar: Arc::clone(&self.registrar),
             stats: Arc::clone(&self.stats),
             transactions: Arc::clone(&self.transactions),
@@ -214,6 +222,9 @@ impl Broker {
 
     /// Writes every metadata table and shuts the store down. Blocking.
     fn persist_and_close(&self) {
+        if let Some(t) = &self.timers {
+            t.shutdown();
+        }
         self.delay_offsets.persist();
         self.offsets.persist();
         self.topics.persist_and_stop();

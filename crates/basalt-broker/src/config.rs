@@ -9,6 +9,7 @@ use std::time::Duration;
 use basalt_common::config::{BrokerRole, FlushDiskType};
 use basalt_store::StoreConfig;
 use basalt_store::dispatch::DelayLevels;
+use basalt_store::timer::TimerConfig;
 use thiserror::Error;
 
 /// A configuration problem.
@@ -146,6 +147,18 @@ pub struct BrokerConfig {
     /// `storeReplyMessageEnable`: keep reply messages in the reply topic
     /// besides pushing them to the requester.
     pub store_reply_message_enable: bool,
+    /// Timer messages (TIMER_DELIVER_MS and friends) are scheduled; off,
+    /// they are refused.
+    pub timer_wheel_enable: bool,
+    /// Longest delay a timer message may ask for, in seconds (3 days).
+    pub timer_max_delay_sec: i64,
+    /// Width of a timing-wheel slot: timers are delivered at most this
+    /// much after their time.
+    pub timer_precision_ms: i64,
+    /// How often the TimerLog is fsynced and the timer checkpoint written.
+    pub timer_flush_interval: Duration,
+    /// Bytes per TimerLog segment (rounded down to whole 48-byte entries).
+    pub mapped_file_size_timer_log: usize,
 }
 
 impl Default for BrokerConfig {
@@ -225,6 +238,11 @@ impl Default for BrokerConfig {
             transaction_check_max: 15,
             reject_transaction_message: false,
             store_reply_message_enable: true,
+            timer_wheel_enable: true,
+            timer_max_delay_sec: 3 * 24 * 3600,
+            timer_precision_ms: 1000,
+            timer_flush_interval: Duration::from_millis(1000),
+            mapped_file_size_timer_log: 100 * 1024 * 1024,
         }
     }
 }
@@ -413,6 +431,11 @@ impl BrokerConfig {
             "transactionCheckMax" => self.transaction_check_max = parse_num(key, v)?,
             "rejectTransactionMessage" => self.reject_transaction_message = parse_bool(key, v)?,
             "storeReplyMessageEnable" => self.store_reply_message_enable = parse_bool(key, v)?,
+            "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
+            "timerMaxDelaySec" => self.timer_max_delay_sec = parse_num(key, v)?,
+            "timerPrecisionMs" => self.timer_precision_ms = parse_num(key, v)?,
+            "timerFlushIntervalMs" => self.timer_flush_interval = parse_millis(key, v)?,
+            "mappedFileSizeTimerLog" => self.mapped_file_size_timer_log = parse_num(key, v)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -508,6 +531,9 @@ impl BrokerConfig {
         self.store_config()
             .validate()
             .map_err(|e| invalid("store", "", &e))?;
+        self.timer_config()
+            .validate()
+            .map_err(|e| invalid("timer", "", &e))?;
         Ok(())
     }
 
@@ -552,6 +578,17 @@ impl BrokerConfig {
             s.max_index_num = 16384;
         }
         s
+    }
+
+    /// The timer store's settings this broker implies.
+    pub fn timer_config(&self) -> TimerConfig {
+        let entry = basalt_store::timer::ENTRY_SIZE;
+        TimerConfig {
+            root: self.store_path_root_dir.clone(),
+            precision_ms: self.timer_precision_ms,
+            max_delay_ms: self.timer_max_delay_sec.saturating_mul(1000),
+            segment_size: self.mapped_file_size_timer_log / entry * entry,
+        }
     }
 
     pub fn delay_levels(&self) -> DelayLevels {
@@ -632,6 +669,24 @@ mod tests {
             .apply(&properties_pairs("enablePropertyFilter=yes"))
             .unwrap_err();
         assert!(e.to_string().contains("enablePropertyFilter"), "{e}");
+    }
+
+    #[test]
+    fn timer_settings() {
+        let mut c = BrokerConfig::default();
+        c.apply(&properties_pairs(
+            "timerPrecisionMs=100\ntimerMaxDelaySec=3600\nmappedFileSizeTimerLog=1000000",
+        ))
+        .unwrap();
+        let t = c.timer_config();
+        assert_eq!((t.precision_ms, t.max_delay_ms), (100, 3_600_000));
+        assert_eq!(t.segment_size, 999_984);
+        let e = c
+            .apply(&properties_pairs(
+                "timerPrecisionMs=1\ntimerMaxDelaySec=259200",
+            ))
+            .unwrap_err();
+        assert!(e.to_string().contains("wheel slots"), "{e}");
     }
 
     #[test]

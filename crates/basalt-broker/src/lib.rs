@@ -10,7 +10,8 @@
 //! * [`metadata`] — the tables kept in `config/*.json`: topics, subscription
 //!   groups, consumer offsets;
 //! * [`clients`] — connected producers and consumers, queue locks, held pulls;
-//! * [`schedule`] — delivery of delayed messages;
+//! * [`schedule`] — delivery at a later time: delay levels and timer
+//!   messages;
 //! * [`transaction`] — transactional messages: ending them, checking them
 //!   back with their producers;
 //! * [`filter`] — subscription filters for pulls: TAG expressions and

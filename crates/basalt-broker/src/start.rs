@@ -29,9 +29,11 @@ use crate::replication::ha::master::{HaMaster, HaMasterConfig};
 use crate::replication::ha::slave::{HaSlave, HaSlaveConfig};
 use crate::replication::ledger::LedgerMode;
 use crate::schedule::DelayOffsets;
+use crate::schedule::timers::{TimerParts, TimerService};
 use crate::transaction::Transactions;
 use crate::transaction::decisions::Decisions;
 use crate::writer::MessageWriter;
+use basalt_store::timer::RecoveredTimers;
 
 /// Opens the store, loads metadata, starts replication and serving.
 pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
@@ -90,6 +92,8 @@ struct Opened {
     groups: SubscriptionGroupManager,
     offsets: ConsumerOffsetManager,
     delay_offsets: DelayOffsets,
+    /// The timer state, when timerWheelEnable is on.
+    timers: Option<RecoveredTimers>,
 }
 
 /// Opens (and recovers) the store and loads the metadata files, off the
@@ -98,6 +102,11 @@ async fn open_store_and_metadata(config: Arc<BrokerConfig>) -> Result<Opened, Br
     tokio::task::spawn_blocking(move || {
         let root = config.store_path_root_dir.clone();
         let store = MessageStore::open_with_delays(config.store_config(), config.delay_levels())?;
+        let timers = if config.timer_wheel_enable {
+            Some(TimerService::recover(&config.timer_config(), &store)?)
+        } else {
+            None
+        };
         Ok(Opened {
             store,
             topics: TopicConfigManager::load(&root, &config),
@@ -108,6 +117,7 @@ async fn open_store_and_metadata(config: Arc<BrokerConfig>) -> Result<Opened, Br
             ),
             offsets: ConsumerOffsetManager::load(&root),
             delay_offsets: DelayOffsets::load(&root),
+            timers,
         })
     })
     .await
@@ -202,6 +212,22 @@ fn assemble(
         shutting_down: Arc::clone(&shutting_down),
         config: Arc::clone(&config),
     });
+    let timers = o.timers.map(|recovered| {
+        let parts = TimerParts {
+            cfg: config.timer_config(),
+            flush_interval: config.timer_flush_interval,
+            store: Arc::clone(&o.store),
+            writer: crate::writer::MessageWriter::new(
+                Arc::clone(&o.store),
+                Arc::clone(&replication),
+                Arc::clone(&config),
+            ),
+            waiters: Arc::clone(&waiters),
+            store_host: config.broker_addr(),
+            shutting_down: Arc::clone(&shutting_down),
+        };
+        Arc::new(TimerService::new(parts, recovered))
+    });
     Arc::new(Broker {
         uniq,
         store: o.store,
@@ -219,6 +245,7 @@ fn assemble(
         transactions,
         started_at: Instant::now(),
         shutting_down,
+        timers,
         config,
     })
 }
@@ -236,7 +263,7 @@ fn serve(broker: &Arc<Broker>, listener: TcpListener) -> ServerHandle {
 
 /// The broker's background tasks: registration, metadata persistence,
 /// client expiry, replication housekeeping, delayed delivery, transaction
-/// checks.
+/// checks, timers.
 fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     let mut tasks = vec![
         tokio::spawn(Arc::clone(&broker.registrar).run_rounds()),
@@ -251,6 +278,11 @@ fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     if broker.replication.ha_slave().is_none() {
         tasks.extend(broker.delay_delivery().start());
         tasks.push(Arc::clone(&broker.transactions).start_check_service());
+    }
+    // Timers run everywhere: the broker taking sends delivers, the others
+    // keep their wheel current and confirm deliveries.
+    if let Some(t) = &broker.timers {
+        tasks.extend(t.start());
     }
     tasks
 }

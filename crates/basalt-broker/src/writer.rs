@@ -36,6 +36,26 @@ impl MessageWriter {
         self.replication.is_writable()
     }
 
+    /// See [`Replication::writable_changes`].
+    pub fn writable_changes(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        self.replication.writable_changes()
+    }
+
+    /// See [`Replication::written_end`].
+    pub fn written_end(&self) -> i64 {
+        self.replication.written_end(&self.store)
+    }
+
+    /// See [`Replication::durable_end`].
+    pub fn durable_end(&self) -> i64 {
+        self.replication.durable_end(&self.store)
+    }
+
+    /// See [`Replication::settled_end`].
+    pub async fn settled_end(&self, timeout: std::time::Duration) -> Option<i64> {
+        self.replication.settled_end(&self.store, timeout).await
+    }
+
     /// Stores records of one topic queue and waits for what the mode and
     /// the producer ask (`wait_store_msg_ok`: the producer's `WAIT`).
     pub async fn put(

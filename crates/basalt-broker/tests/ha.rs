@@ -15,8 +15,7 @@ use basalt_namesrv::{NameServer, NamesrvConfig};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
-    SendMessageResponseHeader,
-    UpdateConsumerOffsetRequestHeader,
+    SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
 };
 use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
 

@@ -40,6 +40,27 @@ pub mod property {
     /// Request-reply: when the broker pushed the reply.
     pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
     pub const CRC32: &str = "__CRC32#";
+    /// Absolute delivery time in ms (RocketMQ 5 timer messages).
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    /// Delay in seconds from arrival at the broker.
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    /// Delay in milliseconds from arrival at the broker.
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    /// Absolute delivery time in ms as Alibaba Cloud's clients set it
+    /// (`setStartDeliverTime`).
+    pub const START_DELIVER_TIME: &str = "__STARTDELIVERTIME";
+    /// The delivery time the broker decided on, rounded to the timer
+    /// precision; set on a timer message when it enters the timer topic.
+    pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+    /// When the timer message entered the broker's timer store.
+    pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+    /// When the broker delivered the timer message to its real topic.
+    pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+    /// RocketMQ 5's "cancel this timer" marker (not supported by Basalt).
+    pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
+    /// Basalt: on a delivered copy of a timer message, the CommitLog offset
+    /// of the timer message it was made from (exactly-once delivery).
+    pub const TIMER_ORIGIN: &str = "BSLT_TIMER_ORIGIN";
     /// Keys with this prefix are never persisted.
     pub const TRANSIENT_PREFIX: &str = "__RMQ.TRANSIENT.";
 
@@ -64,6 +85,8 @@ pub mod topic {
     pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
     pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
     pub const SCHEDULE_TOPIC_V2: &str = "SCHEDULE_TOPIC_XXXX_V2";
+    /// Timer messages wait here (queue 0) until their delivery time.
+    pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
     /// Topics whose names start with this are the system's.
     pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
     pub const RETRY_GROUP_PREFIX: &str = "%RETRY%";

@@ -104,11 +104,13 @@ pub fn is_system_topic(topic: &str) -> bool {
 }
 
 /// Whether producers may not send to `topic` directly
-/// (`TopicValidator.isNotAllowedSendTopic`).
+/// (`TopicValidator.isNotAllowedSendTopic`, plus the timer topic, which
+/// RocketMQ leaves open: a message sent there would be a forged timer).
 pub fn is_not_allowed_send_topic(topic: &str) -> bool {
     matches!(
         topic,
         reserved::SCHEDULE_TOPIC
+            | reserved::TIMER_TOPIC
             | reserved::SCHEDULE_TOPIC_V2
             | reserved::TRANS_HALF_TOPIC
             | reserved::TRANS_OP_HALF_TOPIC
@@ -163,6 +165,7 @@ mod tests {
         assert!(is_system_topic("rmq_sys_anything"));
         assert!(!is_system_topic("Orders"));
         assert!(is_not_allowed_send_topic("SCHEDULE_TOPIC_XXXX"));
+        assert!(is_not_allowed_send_topic("rmq_sys_wheel_timer"));
         assert!(!is_not_allowed_send_topic("TBW102"));
     }
 }

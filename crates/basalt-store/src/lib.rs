@@ -9,7 +9,8 @@
 //! * [`dispatch`] — turns records into ConsumeQueue units and index entries;
 //! * [`recovery`] — normal and abnormal crash recovery;
 //! * [`store`] — [`MessageStore`], the façade the broker uses;
-//! * [`check`] — offline validation and listing for operators.
+//! * [`check`] — offline validation and listing for operators;
+//! * [`timer`] — the TimerLog, timing wheel and checkpoint of timer messages.
 //!
 //! The store knows nothing of the network.
 
@@ -37,6 +38,7 @@ pub mod recovery;
 pub mod services;
 pub mod signal;
 pub mod store;
+pub mod timer;
 pub mod transient_pool;
 
 pub use config::StoreConfig;

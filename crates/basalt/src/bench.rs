@@ -52,6 +52,7 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode, String> {
     match cmd {
         BenchCommand::Produce(a) => rt.block_on(produce(a)),
         BenchCommand::Consume(a) => rt.block_on(consume(a)),
+        BenchCommand::Timers(a) => rt.block_on(crate::bench_timers::timers(a)),
     }
 }
 

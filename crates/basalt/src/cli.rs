@@ -136,6 +136,9 @@ pub enum AdminCommand {
         /// Broker address (ip:port).
         addr: String,
     },
+    /// Timer messages on every broker: how many wait, when the next is due,
+    /// how far enqueueing and delivery are behind.
+    Timers,
     /// A consumer group's offsets and lag.
     Progress {
         #[arg(short, long)]
@@ -218,6 +221,40 @@ pub enum BenchCommand {
     Produce(BenchProduceArgs),
     /// Consume a topic; report TPS and born-to-consumed latency.
     Consume(BenchConsumeArgs),
+    /// Send timer messages due over a window; report delivery lateness.
+    Timers(BenchTimersArgs),
+}
+
+/// `basalt bench timers` (crates/basalt/src/bench_timers.rs).
+#[derive(Debug, Args)]
+pub struct BenchTimersArgs {
+    #[arg(long, default_value = "127.0.0.1:9876", env = "NAMESRV_ADDR")]
+    pub namesrv: String,
+    #[arg(short, long, default_value = "BenchTimers")]
+    pub topic: String,
+    /// Producer and consumer group.
+    #[arg(short, long, default_value = "basalt-bench-timers")]
+    pub group: String,
+    /// Timer messages to send.
+    #[arg(short = 'n', long, default_value_t = 1_000_000)]
+    pub count: u64,
+    /// Seconds from the start until the first timer is due.
+    #[arg(long, default_value_t = 60)]
+    pub start_secs: u64,
+    /// Seconds over which the timers are due, evenly.
+    #[arg(long, default_value_t = 600)]
+    pub spread_secs: u64,
+    /// Seconds to wait after the last is due before giving up.
+    #[arg(long, default_value_t = 60)]
+    pub grace_secs: u64,
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Sends in flight per task.
+    #[arg(short, long, default_value_t = 64)]
+    pub window: usize,
+    /// Body size in bytes.
+    #[arg(short, long, default_value_t = 64)]
+    pub size: usize,
 }
 
 #[derive(Debug, Args)]

@@ -352,6 +352,7 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, Strin
                 }
             }
         }
+        AdminCommand::Timers => timers_table(admin).await.map_err(e)?,
         AdminCommand::Broker { addr } => {
             let rt = admin.broker_runtime_info(&addr).await.map_err(e)?;
             for (k, v) in rt {
@@ -494,6 +495,55 @@ fn print_transactions(addr: &str, list: &basalt_remoting::protocol::TransactionL
             t.transaction_id, t.producer_group, t.topic, t.queue_id, age, t.check_times
         );
     }
+}
+
+/// `basalt admin timers`: one line per broker from its runtime info.
+async fn timers_table(admin: &Admin) -> Result<(), basalt_client::ClientError> {
+    let info = admin.cluster_info().await?;
+    println!(
+        "{:<16} {:>3} {:<22} {:<8} {:>10} {:>14} {:>8} {:>8} {:>10} {:>8} {:>8}",
+        "broker",
+        "id",
+        "address",
+        "mode",
+        "pending",
+        "next-due",
+        "read-lag",
+        "enq-lag",
+        "delivered",
+        "enq/s",
+        "deq/s"
+    );
+    let now = basalt_common::time::now_millis();
+    let mut names: Vec<_> = info.broker_addr_table.keys().collect();
+    names.sort();
+    for name in names {
+        let bd = &info.broker_addr_table[name];
+        let addrs: BTreeMap<_, _> = bd.broker_addrs.iter().collect();
+        for (id, addr) in addrs {
+            let rt = admin.broker_runtime_info(addr).await.unwrap_or_default();
+            let get = |k: &str| rt.get(k).cloned().unwrap_or_else(|| "-".into());
+            let next = match rt.get("timerNextDueMs").and_then(|v| v.parse::<i64>().ok()) {
+                Some(at) => format!("in {:.1}s", (at - now) as f64 / 1000.0),
+                None => "-".into(),
+            };
+            println!(
+                "{:<16} {:>3} {:<22} {:<8} {:>10} {:>14} {:>7}s {:>8} {:>10} {:>8} {:>8}",
+                name,
+                id,
+                addr,
+                get("timerMode"),
+                get("timerCongestNum"),
+                next,
+                get("timerReadBehind"),
+                get("timerOffsetBehind"),
+                get("timerDelivered"),
+                get("timerEnqueueTps"),
+                get("timerDequeueTps"),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// One cell describing a broker's replication state from its runtime info.

@@ -6,6 +6,7 @@
 
 mod allocator;
 mod bench;
+mod bench_timers;
 mod cli;
 mod client_tools;
 mod fd_limit;

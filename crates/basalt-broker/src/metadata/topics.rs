@@ -84,6 +84,9 @@ impl TopicConfigManager {
             TopicSettings::new(reserved::TRANS_HALF_TOPIC, 1),
             TopicSettings::new(reserved::TRANS_OP_HALF_TOPIC, 1),
         ];
+        if cfg.timer_wheel_enable {
+            system.push(TopicSettings::new(reserved::TIMER_TOPIC, 1));
+        }
         if cfg.auto_create_topic_enable {
             let mut t =
                 TopicSettings::new(reserved::AUTO_CREATE_TOPIC, cfg.default_topic_queue_nums);

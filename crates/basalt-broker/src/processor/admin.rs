@@ -172,6 +172,9 @@ pub fn runtime_info(a: &AdminPath) -> RemotingCommand {
     for (k, v) in a.transactions.runtime_info() {
         t.insert(k, v);
     }
+    if let Some(timers) = &a.timers {
+        t.extend(timers.runtime_info());
+    }
     ok().with_body(serde_json::to_vec(&KvTable { table: t }).unwrap_or_default())
 }
 

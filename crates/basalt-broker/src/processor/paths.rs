@@ -22,7 +22,7 @@ use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
 use crate::registration::Registrar;
 use crate::replication::Replication;
-use crate::schedule::DelayOffsets;
+use crate::schedule::{DelayOffsets, TimerService};
 use crate::transaction::Transactions;
 use crate::writer::MessageWriter;
 
@@ -102,6 +102,7 @@ pub struct AdminPath {
     pub(crate) clients: Arc<ClientManager>,
     pub(crate) waiters: Arc<PullWaiters>,
     pub(crate) delay_offsets: Arc<DelayOffsets>,
+    pub(crate) timers: Option<Arc<TimerService>>,
     pub(crate) registrar: Arc<Registrar>,
     pub(crate) stats: Arc<BrokerStats>,
     pub(crate) transactions: Arc<Transactions>,

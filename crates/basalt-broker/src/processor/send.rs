@@ -18,6 +18,8 @@ use super::error;
 use super::paths::SendPath;
 use crate::metadata::formats::{TagMode, TopicSettings};
 use crate::metadata::topics::TopicCreateError;
+use crate::schedule::timers::admission::{self as timers, TimerDecision};
+use basalt_common::time::now_millis;
 
 /// A group's retry or dead-letter topic, created (read-write) if missing.
 /// A new one is persisted and registered with the NameServers before going
@@ -307,6 +309,25 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.trim().parse::<i32>().ok())
         .unwrap_or(0);
+    // A timer property sends the message through the timer topic; a delay
+    // level wins over it, as in RocketMQ (only normal and committed
+    // messages are scheduled).
+    if delay_level > 0 {
+        if timers::has_timer_property(&props) {
+            props = timers::strip_timer_properties(&props);
+        }
+    } else if sysflag::is_consumable(h.sys_flag) {
+        match timers::decide(&props, now_millis(), &p.config) {
+            Err(refused) => return error(refused.code, refused.remark),
+            Ok(TimerDecision::Timer { out_ms }) => {
+                props = timers::timer_topic_properties(&props, out_ms, &topic, queue_id);
+                topic = reserved::TIMER_TOPIC.to_string();
+                queue_id = 0;
+            }
+            Ok(TimerDecision::NotTimer | TimerDecision::DueNow) => {}
+        }
+    }
+
     if delay_level > 0 {
         let level = delay_level.min(p.delays.max_level());
         props = properties::without(
@@ -416,6 +437,12 @@ async fn send_batch(
         return error(
             response::MESSAGE_ILLEGAL,
             "a batch cannot carry a delay level",
+        );
+    }
+    if props.iter().any(|p| timers::has_timer_property(p)) {
+        return error(
+            response::MESSAGE_ILLEGAL,
+            "a batch cannot carry timer properties (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, __STARTDELIVERTIME)",
         );
     }
     let mut sys_flag = h.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);

@@ -79,6 +79,8 @@ pub struct LedgerMode {
     stopped: AtomicBool,
     /// The term whose queue offset table is built (-1: none).
     term_ready: AtomicI64,
+    /// Follows `writable`, for services that start and stop with it.
+    writable_tx: watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for LedgerMode {
@@ -172,6 +174,7 @@ impl LedgerMode {
             progress_file,
             stopped: AtomicBool::new(false),
             term_ready: AtomicI64::new(-1),
+            writable_tx: watch::channel(false).0,
         });
         tracing::info!(member = %lm.self_id, resume, "ledger mode: dispatching committed entries");
         let me = Arc::clone(&lm);
@@ -187,6 +190,38 @@ impl LedgerMode {
     /// Whether this member takes sends now.
     pub fn is_writable(&self) -> bool {
         self.writable.load(Ordering::Acquire)
+    }
+
+    /// Tells whenever this member starts or stops taking sends.
+    pub fn writable_changes(&self) -> watch::Receiver<bool> {
+        self.writable_tx.subscribe()
+    }
+
+    fn set_writable(&self, w: bool) {
+        self.writable.store(w, Ordering::Release);
+        self.writable_tx.send_replace(w);
+    }
+
+    /// The physical offset every committed record is below.
+    pub fn committed_end(&self) -> i64 {
+        self.handle.reader().committed_pos()
+    }
+
+    /// Waits until every entry appended so far is committed (or leadership
+    /// is lost) and dispatched, then returns the committed end: no record
+    /// below it is still in flight, and the queues and the index hold all
+    /// of them. None when that does not happen within `timeout`.
+    pub async fn settled_end(&self, timeout: Duration) -> Option<i64> {
+        let end = self.handle.status().ledger_end_index;
+        let settle = async {
+            if end >= 0 {
+                self.handle.wait_committed(end).await.ok()?;
+                let mut d = self.dispatched.subscribe();
+                d.wait_for(|i| *i > end).await.ok()?;
+            }
+            Some(self.committed_end())
+        };
+        tokio::time::timeout(timeout, settle).await.ok().flatten()
     }
 
     /// The ledger index below which everything is dispatched.
@@ -259,12 +294,12 @@ impl LedgerMode {
                 }
                 let now = self.handle.status();
                 if now.role == Role::Leader && now.term == s.term {
-                    self.writable.store(true, Ordering::Release);
+                    self.set_writable(true);
                     tracing::info!(member = %self.self_id, term = s.term, "ledger leader takes sends as master");
                     on_change(true);
                 }
             } else if !should_lead && self.is_writable() {
-                self.writable.store(false, Ordering::Release);
+                self.set_writable(false);
                 tracing::info!(member = %self.self_id, role = ?s.role, term = s.term, "no longer the ledger leader");
                 on_change(false);
             }
@@ -429,7 +464,7 @@ impl LedgerMode {
     /// Stops dispatching and the ledger.
     pub async fn shutdown(&self, store: &MessageStore) {
         self.stopped.store(true, Ordering::Release);
-        self.writable.store(false, Ordering::Release);
+        self.set_writable(false);
         let next = self.dispatched_index();
         if store.flush_consume_queues().is_ok() {
             let _ = basalt_store::fs_util::atomic_write(

@@ -172,6 +172,52 @@ impl Replication {
         }
     }
 
+    /// Tells whenever the broker starts or stops taking sends; None in
+    /// the modes where that never changes.
+    pub fn writable_changes(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        self.ledger().map(|l| l.writable_changes())
+    }
+
+    /// The log offset every record written so far ends at or below.
+    pub fn written_end(&self, store: &MessageStore) -> i64 {
+        match self {
+            Replication::Ledger(l) => l.committed_end(),
+            _ => store.commit_log().max_wrote_offset(),
+        }
+    }
+
+    /// The log offset below which records survive a crash of this broker:
+    /// the CommitLog's flushed offset; in ledger mode everything committed
+    /// (a majority has it on disk).
+    pub fn durable_end(&self, store: &MessageStore) -> i64 {
+        match self {
+            Replication::Ledger(_) => i64::MAX,
+            _ => store.commit_log().flushed_offset(),
+        }
+    }
+
+    /// On a broker taking sends: a log offset below which no write is still
+    /// in flight and everything is dispatched (queues and index complete).
+    /// None when the broker does not take sends or that takes longer than
+    /// `timeout`.
+    pub async fn settled_end(&self, store: &Arc<MessageStore>, timeout: Duration) -> Option<i64> {
+        if !self.is_writable() {
+            return None;
+        }
+        match self {
+            Replication::Ledger(l) => l.settled_end(timeout).await,
+            Replication::HaSlave(_) => None,
+            Replication::Standalone | Replication::HaMaster { .. } => {
+                let end = store.commit_log().max_wrote_offset();
+                let s = Arc::clone(store);
+                let done = tokio::task::spawn_blocking(move || s.wait_dispatched(end, timeout))
+                    .await
+                    .unwrap_or(false);
+                done.then_some(end)
+            }
+        }
+    }
+
     /// Entries the mode adds to GET_BROKER_RUNTIME_INFO.
     pub fn runtime_info(&self, store: &MessageStore) -> Vec<(String, String)> {
         let mut v = Vec::new();
