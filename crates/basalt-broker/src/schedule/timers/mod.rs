@@ -249,10 +249,11 @@ impl TimerService {
             enqueue_next,
             read_ms,
         };
-        if let Err(e) = c.save(&self.cfg.checkpoint_path()) {
-            self.store.health().poison(&e);
-            return Err(e);
-        }
+        // A failed save (a full disk cannot take the temp file) leaves the
+        // previous checkpoint in place: recovery from it redoes more work but
+        // loses nothing, so the store is not poisoned, and the next tick
+        // tries again. The read marks stay until a save succeeds.
+        c.save(&self.cfg.checkpoint_path())?;
         {
             let mut s = self.state.lock();
             s.read_marks.drain(..used);
