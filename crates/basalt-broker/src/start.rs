@@ -188,7 +188,7 @@ fn assemble(
         Arc::clone(&config),
         Arc::clone(&topics),
         Arc::clone(&replication),
-        RemotingClient::new(basalt_remoting::ClientConfig::default()),
+        RemotingClient::new(basalt_remoting::RemotingClientConfig::default()),
         ha_addr,
     ));
     let uniq = Arc::new(UniqKeyGenerator::new(config.broker_ip1, rand::random()));

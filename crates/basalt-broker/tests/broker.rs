@@ -18,7 +18,7 @@ use basalt_remoting::header::{
     UpdateConsumerOffsetRequestHeader,
 };
 use basalt_remoting::protocol::TopicRouteData;
-use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+use basalt_remoting::{RemotingClient, RemotingClientConfig, RemotingCommand};
 
 struct Cluster {
     _dir: tempfile::TempDir,
@@ -56,7 +56,7 @@ async fn cluster_with(edit: impl FnOnce(&mut BrokerConfig)) -> Cluster {
         _dir: dir,
         ns: Some(ns),
         broker: Some(broker),
-        client: RemotingClient::new(ClientConfig::default()),
+        client: RemotingClient::new(RemotingClientConfig::default()),
         broker_addr,
         ns_addr,
     }
@@ -239,7 +239,7 @@ async fn pull_statuses_tags_and_long_polling() {
     // Long polling: a held pull is answered when a message arrives.
     let started = Instant::now();
     let puller = {
-        let client = RemotingClient::new(ClientConfig::default());
+        let client = RemotingClient::new(RemotingClientConfig::default());
         let addr = c.broker_addr.clone();
         tokio::spawn(async move {
             let h = PullMessageRequestHeader {

@@ -17,7 +17,7 @@ use basalt_remoting::header::{
     CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
     SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
 };
-use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+use basalt_remoting::{RemotingClient, RemotingClientConfig, RemotingCommand};
 
 fn config(dir: &std::path::Path, ns: &str, role: BrokerRole) -> BrokerConfig {
     let mut cfg = BrokerConfig::default();
@@ -161,7 +161,7 @@ async fn sync_master_replicates_and_reports_a_missing_slave() {
         .await
         .unwrap();
     let maddr = master.broker().broker_addr();
-    let client = RemotingClient::new(ClientConfig::default());
+    let client = RemotingClient::new(RemotingClientConfig::default());
 
     // No slave yet: the message is stored but the answer says so.
     let r = send(&client, &maddr, "HaTopic", b"first".to_vec()).await;
@@ -294,7 +294,7 @@ async fn transactions_end_on_the_master_and_their_decisions_reach_the_slave() {
     })
     .await;
     let (maddr, saddr) = (master.broker().broker_addr(), slave.broker().broker_addr());
-    let client = RemotingClient::new(ClientConfig::default());
+    let client = RemotingClient::new(RemotingClientConfig::default());
     let call = async |addr: &str, cmd: RemotingCommand| {
         client
             .invoke(addr, cmd, Duration::from_secs(10))

@@ -13,7 +13,7 @@ use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     CommandHeader, PullMessageRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader,
 };
-use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+use basalt_remoting::{RemotingClient, RemotingClientConfig, RemotingCommand};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -186,7 +186,7 @@ async fn three_members_elect_replicate_and_fail_over() {
                 .unwrap(),
         ));
     }
-    let client = RemotingClient::new(ClientConfig::default());
+    let client = RemotingClient::new(RemotingClientConfig::default());
 
     let l1 = leader(&brokers, Duration::from_secs(20)).await;
     let addr1 = brokers[l1].as_ref().unwrap().broker().broker_addr();

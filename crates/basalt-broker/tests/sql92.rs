@@ -12,7 +12,7 @@ use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
 };
-use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+use basalt_remoting::{RemotingClient, RemotingClientConfig, RemotingCommand};
 
 const TOPIC: &str = "Props";
 
@@ -39,7 +39,7 @@ async fn broker(property_filter: bool) -> Broker {
     Broker {
         _dir: dir,
         handle: Some(handle),
-        client: RemotingClient::new(ClientConfig::default()),
+        client: RemotingClient::new(RemotingClientConfig::default()),
         addr,
     }
 }

@@ -15,7 +15,7 @@ use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
 };
-use basalt_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+use basalt_remoting::{RemotingClient, RemotingClientConfig, RemotingCommand};
 use basalt_store::timer::TimerCheckpoint;
 
 struct Broker {
@@ -51,7 +51,7 @@ impl Broker {
         Broker {
             dir: dir.to_path_buf(),
             handle: Some(handle),
-            client: RemotingClient::new(ClientConfig::default()),
+            client: RemotingClient::new(RemotingClientConfig::default()),
             addr,
         }
     }

@@ -11,8 +11,8 @@ use basalt_broker::{BrokerConfig, BrokerHandle};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{CommandHeader, CreateTopicRequestHeader, SendMessageRequestHeader};
 use basalt_remoting::{
-    Channel, ClientConfig, RemotingClient, RemotingCommand, RemotingServer, RequestProcessor,
-    ServerHandle,
+    Channel, RemotingClient, RemotingClientConfig, RemotingCommand, RemotingServer,
+    RequestProcessor, ServerHandle,
 };
 use parking_lot::Mutex;
 
@@ -74,7 +74,7 @@ async fn setup() -> Setup {
         ns,
         broker,
         registered,
-        client: RemotingClient::new(ClientConfig::default()),
+        client: RemotingClient::new(RemotingClientConfig::default()),
     }
 }
 

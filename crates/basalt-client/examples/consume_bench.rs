@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use basalt_client::{
-    Admin, AsyncMessageListener, ClientConfig, ConsumeContext, ConsumeFromWhere, ConsumeStatus,
-    Message, MessageExt, Producer, PushConsumer, PushOptions, TopicConfig,
+    Admin, AsyncMessageListener, ClientConfig, ConsumeContext, ConsumeStatus, Message, MessageExt,
+    Producer, PushConsumeFrom, PushConsumer, PushOptions, TopicConfig,
 };
 use basalt_remoting::transport::BoxFuture;
 use tokio::sync::Notify;
@@ -104,7 +104,7 @@ fn main() {
             "BenchConsumer",
             ClientConfig::new(&ns_addr),
             PushOptions {
-                consume_from_where: ConsumeFromWhere::FirstOffset,
+                consume_from_where: PushConsumeFrom::FirstOffset,
                 consume_message_batch_max_size: batch,
                 ..Default::default()
             },

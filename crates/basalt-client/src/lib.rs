@@ -69,6 +69,6 @@ pub use producer::{Producer, ProducerOptions, SendResult, SendStatus};
 pub use pull::{PullResult, PullStatus};
 pub use pull_consumer::PullConsumer;
 pub use push::{
-    AllocateStrategy, AsyncMessageListener, ConsumeContext, ConsumeFromWhere, ConsumeStatus,
-    MessageModel, PushConsumer, PushOptions,
+    AllocateStrategy, AsyncMessageListener, ConsumeContext, ConsumeStatus, PushConsumeFrom,
+    PushConsumer, PushMessageModel, PushOptions,
 };

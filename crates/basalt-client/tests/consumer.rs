@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basalt_client::{
-    AsyncMessageListener, ClientConfig, ConsumeContext, ConsumeFromWhere, ConsumeStatus, Message,
-    MessageExt, MessageModel, Producer, PushConsumer, PushOptions, TopicQueue,
+    AsyncMessageListener, ClientConfig, ConsumeContext, ConsumeStatus, Message, MessageExt,
+    Producer, PushConsumeFrom, PushConsumer, PushMessageModel, PushOptions, TopicQueue,
 };
 use basalt_remoting::code::request;
 use basalt_remoting::transport::BoxFuture;
@@ -84,7 +84,7 @@ async fn consumes_from_first_offset_and_heartbeats_its_subscriptions() {
         "CG",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             ..Default::default()
         },
     );
@@ -215,7 +215,7 @@ async fn rebalance_follows_notify_consumer_ids_changed() {
         fill(&b, "TR", q, 4);
     }
     let first = PushOptions {
-        consume_from_where: ConsumeFromWhere::FirstOffset,
+        consume_from_where: PushConsumeFrom::FirstOffset,
         ..Default::default()
     };
     let c1 = PushConsumer::with_options("CG", config(&ns_addr), first.clone());
@@ -285,7 +285,7 @@ async fn offsets_are_committed_on_the_timer_and_at_shutdown() {
             ..config(&ns_addr)
         },
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             ..Default::default()
         },
     );
@@ -308,7 +308,7 @@ async fn offsets_are_committed_on_the_timer_and_at_shutdown() {
         "CG2",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             ..Default::default()
         },
     );
@@ -374,7 +374,7 @@ async fn committed_offset_is_the_smallest_in_flight() {
         "CG",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             consume_thread_max: 4,
             ..Default::default()
         },
@@ -423,7 +423,7 @@ async fn offset_moved_jumps_persists_and_resumes() {
         "CG",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             ..Default::default()
         },
     );
@@ -455,7 +455,7 @@ async fn failed_messages_come_back_through_the_retry_topic() {
         "CG",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             ..Default::default()
         },
     );
@@ -543,7 +543,7 @@ async fn orderly_consumption_keeps_queue_order_and_retries_in_place() {
         "CG",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             consume_orderly: true,
             consume_thread_max: 4,
             suspend_current_queue_time: Duration::from_millis(20),
@@ -615,8 +615,8 @@ async fn broadcasting_delivers_everything_to_everyone_and_keeps_offsets_locally(
     fill(&b, "TBC", 1, 2);
     let dir = tempfile::tempdir().unwrap();
     let options = PushOptions {
-        message_model: MessageModel::Broadcasting,
-        consume_from_where: ConsumeFromWhere::FirstOffset,
+        message_model: PushMessageModel::Broadcasting,
+        consume_from_where: PushConsumeFrom::FirstOffset,
         local_offset_store_dir: Some(dir.path().to_path_buf()),
         ..Default::default()
     };
@@ -677,7 +677,7 @@ async fn produce_then_consume_round_trip() {
         "CG",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             consume_message_batch_max_size: 4,
             pull_batch_size: 8,
             ..Default::default()
@@ -712,7 +712,7 @@ async fn broker_initiated_offset_reset_rewinds_held_queues() {
         "CGR",
         config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             ..Default::default()
         },
     );

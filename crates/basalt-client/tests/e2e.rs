@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use basalt_broker::{BrokerConfig, BrokerHandle};
 use basalt_client::{
-    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, PullConsumer,
-    PullStatus, PushConsumer, PushOptions, SendStatus, TopicConfig, TopicQueue,
+    Admin, ClientConfig, ConsumeStatus, Message, Producer, PullConsumer, PullStatus,
+    PushConsumeFrom, PushConsumer, PushOptions, SendStatus, TopicConfig, TopicQueue,
 };
 use basalt_namesrv::{NameServer, NameServerHandle, NamesrvConfig};
 use parking_lot::Mutex;
@@ -247,7 +247,7 @@ async fn auto_created_topic_push_consumption_retry_and_resume() {
             .unwrap();
     }
     let opts = PushOptions {
-        consume_from_where: ConsumeFromWhere::FirstOffset,
+        consume_from_where: PushConsumeFrom::FirstOffset,
         ..Default::default()
     };
     let c = PushConsumer::with_options("CG", cluster.config(), opts.clone());
@@ -408,7 +408,7 @@ async fn orderly_consumer_locks_queues_on_the_broker() {
         "CGO",
         cluster.config(),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             consume_orderly: true,
             ..Default::default()
         },

@@ -293,7 +293,7 @@ pub fn decode_binary_header(mut h: &[u8]) -> Result<RemotingCommand, DecodeError
 /// `OTHER`, numeric fields may arrive as numeric strings. Missing numeric
 /// fields default to 0, as fastjson leaves them.
 pub fn decode_json_header(h: &[u8]) -> Result<RemotingCommand, DecodeError> {
-    match fast_json::parse(h) {
+    match header_parser::parse(h) {
         Some(cmd) => Ok(cmd),
         None => decode_json_header_serde(h),
     }
@@ -302,8 +302,8 @@ pub fn decode_json_header(h: &[u8]) -> Result<RemotingCommand, DecodeError> {
 /// Asserts that the fast JSON header parser agrees with the serde decoder
 /// whenever it accepts `h` (fuzzing aid).
 #[doc(hidden)]
-pub fn check_fast_json_agrees(h: &[u8]) {
-    if let Some(fast) = fast_json::parse(h) {
+pub fn check_header_parser_agrees(h: &[u8]) {
+    if let Some(fast) = header_parser::parse(h) {
         assert_eq!(Ok(fast), decode_json_header_serde(h));
     }
 }
@@ -604,7 +604,7 @@ impl Visitor<'_> for AppendScalar<'_> {
     }
 }
 
-mod fast_json;
+mod header_parser;
 
 #[cfg(test)]
 mod tests;

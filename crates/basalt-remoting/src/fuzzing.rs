@@ -11,7 +11,7 @@ use crate::header::*;
 /// decode to itself.
 pub fn frame_decode(data: &[u8]) {
     // The input as a bare JSON header: the fast parser must agree with serde.
-    crate::codec::check_fast_json_agrees(data);
+    crate::codec::check_header_parser_agrees(data);
     let decoder = FrameDecoder::new(1 << 20);
     let mut buf = BytesMut::from(data);
     while let Ok(Some(cmd)) = decoder.decode(&mut buf) {

@@ -26,6 +26,6 @@ pub mod transport;
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 pub use error::{DecodeError, HeaderError, RemotingError};
 pub use transport::{
-    Channel, ClientConfig, ClientRequestHandler, ConnectionConfig, RemotingClient, RemotingServer,
-    RequestProcessor, ServerConfig, ServerHandle,
+    Channel, ClientRequestHandler, ConnectionConfig, RemotingClient, RemotingClientConfig,
+    RemotingServer, RequestProcessor, ServerConfig, ServerHandle,
 };

@@ -6,7 +6,7 @@ use std::time::Duration;
 use basalt_remoting::codec::{FrameDecoder, encode_frame};
 use basalt_remoting::command::FLAG_ONEWAY;
 use basalt_remoting::{
-    Channel, ClientConfig, RemotingClient, RemotingCommand, RemotingError, RemotingServer,
+    Channel, RemotingClient, RemotingClientConfig, RemotingCommand, RemotingError, RemotingServer,
     RequestProcessor, SerializeType,
 };
 use bytes::{Bytes, BytesMut};
@@ -200,7 +200,7 @@ impl RequestProcessor for ClientSide {
 async fn server_to_client_requests() {
     let (server, p, addr) = start().await;
     let handler = Arc::new(ClientSide::default());
-    let client = RemotingClient::with_handler(ClientConfig::default(), handler.clone());
+    let client = RemotingClient::with_handler(RemotingClientConfig::default(), handler.clone());
     client
         .invoke(&addr, RemotingCommand::request(REMEMBER), T)
         .await

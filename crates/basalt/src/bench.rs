@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use basalt_client::{
-    ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, PushOptions,
+    ClientConfig, ConsumeStatus, Message, Producer, PushConsumeFrom, PushConsumer, PushOptions,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -207,9 +207,9 @@ async fn produce(a: BenchProduceArgs) -> Result<ExitCode, String> {
 async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
     let opts = PushOptions {
         consume_from_where: if a.from_first {
-            ConsumeFromWhere::FirstOffset
+            PushConsumeFrom::FirstOffset
         } else {
-            ConsumeFromWhere::LastOffset
+            PushConsumeFrom::LastOffset
         },
         consume_message_batch_max_size: 32,
         ..Default::default()

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use basalt_client::{
-    ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, PushOptions,
+    ClientConfig, ConsumeStatus, Message, Producer, PushConsumeFrom, PushConsumer, PushOptions,
 };
 use basalt_common::time::now_millis;
 use bytes::Bytes;
@@ -108,7 +108,7 @@ fn client_config(a: &BenchTimersArgs) -> ClientConfig {
 
 async fn start_consumer(a: &BenchTimersArgs, out: SharedArrivals) -> Result<PushConsumer, String> {
     let opts = PushOptions {
-        consume_from_where: ConsumeFromWhere::FirstOffset,
+        consume_from_where: PushConsumeFrom::FirstOffset,
         consume_message_batch_max_size: 32,
         ..Default::default()
     };

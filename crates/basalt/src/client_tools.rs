@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use basalt_client::{
-    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, MessageExt, Producer,
-    PullConsumer, PullStatus, PushConsumer, PushOptions, TopicConfig, TopicQueue,
+    Admin, ClientConfig, ConsumeStatus, Message, MessageExt, Producer, PullConsumer, PullStatus,
+    PushConsumeFrom, PushConsumer, PushOptions, TopicConfig, TopicQueue,
 };
 use bytes::Bytes;
 
@@ -146,8 +146,8 @@ pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
             return consume_pull(&a, q).await;
         }
         let from = match a.from.as_str() {
-            "first" => ConsumeFromWhere::FirstOffset,
-            "last" => ConsumeFromWhere::LastOffset,
+            "first" => PushConsumeFrom::FirstOffset,
+            "last" => PushConsumeFrom::LastOffset,
             other => return Err(format!("--from {other:?}: expected first or last")),
         };
         let opts = PushOptions {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basalt_client::{
-    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer,
+    Admin, ClientConfig, ConsumeStatus, Message, Producer, PushConsumeFrom, PushConsumer,
     PushOptions, SendStatus, TopicConfig,
 };
 use futures_util::StreamExt;
@@ -192,7 +192,7 @@ async fn sync_master_killed_consumers_read_from_slave_and_logs_match() {
         "ha-consumer",
         client_config(&p.ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             consume_message_batch_max_size: 32,
             ..Default::default()
         },

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use basalt_client::{
-    Admin, ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, ProducerOptions,
+    Admin, ClientConfig, ConsumeStatus, Message, Producer, ProducerOptions, PushConsumeFrom,
     PushConsumer, PushOptions, SendStatus, TopicConfig,
 };
 use parking_lot::Mutex;
@@ -193,7 +193,7 @@ async fn ledger_group_fails_over_after_kill9_and_loses_nothing() {
         "lf-consumer",
         client_config(&ns_addr),
         PushOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
+            consume_from_where: PushConsumeFrom::FirstOffset,
             ..Default::default()
         },
     );

@@ -24,7 +24,7 @@ use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
 };
-use basalt_remoting::{ClientConfig as WireConfig, RemotingClient, RemotingCommand};
+use basalt_remoting::{RemotingClient, RemotingClientConfig as WireConfig, RemotingCommand};
 use parking_lot::Mutex;
 use procs::{Proc, eventually, free_port, free_port_pair, write_conf};
 

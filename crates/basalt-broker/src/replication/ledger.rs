@@ -58,9 +58,15 @@ impl MessageLog for LedgerLog {
     }
 }
 
-/// Where the stamp callback put a send: physical offsets, first queue
-/// offset, store time, bytes.
-type Placement = (Vec<i64>, i64, i64, usize);
+/// Where the stamp callback put a send, read back once the append commits.
+struct StampedSend {
+    /// Physical offset of each record's body in the ledger.
+    phys_offsets: Vec<i64>,
+    /// Queue offset of the first record (0 for unconsumable records).
+    first_queue_offset: i64,
+    store_timestamp: i64,
+    bytes: usize,
+}
 
 /// The ledger of a ledger-mode broker and what the broker keeps beside it.
 pub struct LedgerMode {
@@ -337,7 +343,7 @@ impl LedgerMode {
         let queue_id = first.queue_id;
         let consumable = sysflag::is_consumable(first.sys_flag);
         let table = Arc::clone(&self.table);
-        let placed: Arc<Mutex<Option<Placement>>> = Arc::new(Mutex::new(None));
+        let placed: Arc<Mutex<Option<StampedSend>>> = Arc::new(Mutex::new(None));
         let out = Arc::clone(&placed);
         let stamp = move |slots: &mut [StampSlot<'_>]| {
             let ts = basalt_common::time::now_millis();
@@ -362,22 +368,28 @@ impl LedgerMode {
             if consumable {
                 t.set(&topic, queue_id, first_q + slots.len() as i64);
             }
-            *out.lock() = Some((offsets, first_q, ts, bytes));
+            *out.lock() = Some(StampedSend {
+                phys_offsets: offsets,
+                first_queue_offset: first_q,
+                store_timestamp: ts,
+                bytes,
+            });
         };
         match self.handle.append(bodies, stamp).await {
             Ok(_) => {
-                let Some((offsets, queue_offset, ts, bytes)) = placed.lock().take() else {
+                let Some(placed) = placed.lock().take() else {
                     return PutMessageResult::failed(
                         PutMessageStatus::UnknownError,
                         "append committed without a placement",
                     );
                 };
+                let offsets = placed.phys_offsets;
                 PutMessageResult::ok(AppendResult {
                     wrote_offset: offsets[0],
-                    wrote_bytes: bytes,
-                    queue_offset,
+                    wrote_bytes: placed.bytes,
+                    queue_offset: placed.first_queue_offset,
                     msg_count: offsets.len(),
-                    store_timestamp: ts,
+                    store_timestamp: placed.store_timestamp,
                     batch_offsets: if offsets.len() > 1 {
                         offsets
                     } else {

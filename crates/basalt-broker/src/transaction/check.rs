@@ -16,7 +16,7 @@ use basalt_remoting::header::{CheckTransactionStateRequestHeader, CommandHeader}
 use tokio::task::JoinHandle;
 
 use super::messages::{
-    HalfInfo, Placement, check_body, copy_properties, plain_copy_properties, redraft,
+    HalfInfo, StoredAt, check_body, copy_properties, plain_copy_properties, redraft,
 };
 use super::ops::OpIndex;
 use super::{HalfAt, Transactions};
@@ -244,7 +244,7 @@ impl Transactions {
 
     /// Stores a half copy at the end of its queue. `None` (logged) when the
     /// store refused it.
-    async fn put_copy(&self, v: &RecordView<'_>, props: &[u8]) -> Option<Placement> {
+    async fn put_copy(&self, v: &RecordView<'_>, props: &[u8]) -> Option<StoredAt> {
         let draft = redraft(
             v,
             reserved::TRANS_HALF_TOPIC,
@@ -254,7 +254,7 @@ impl Transactions {
             self.store_host(),
         );
         let r = self.put(draft).await;
-        let at = Placement::of(&r);
+        let at = StoredAt::of(&r);
         if at.is_none() {
             tracing::error!(status = %r.status, detail = ?r.detail, "cannot put a half message back; retrying next round");
         }

@@ -209,7 +209,7 @@ pub(crate) fn op_properties(uniq_key: &str) -> Vec<u8> {
 
 /// Where the store put a record: queue offset, log offset, store time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Placement {
+pub(crate) struct StoredAt {
     pub queue_offset: i64,
     pub commit_log_offset: i64,
     pub store_timestamp: i64,
@@ -222,7 +222,7 @@ pub(crate) fn check_body(
     v: &RecordView<'_>,
     props: &[u8],
     info: &HalfInfo<'_>,
-    at: Placement,
+    at: StoredAt,
     store_host: SocketAddr,
 ) -> Result<Vec<u8>, CodecError> {
     let draft = redraft(
@@ -363,7 +363,7 @@ mod tests {
         let v = RecordView::parse(&rec, true).unwrap();
         let info = HalfInfo::read(&v).unwrap();
         let props = copy_properties(&v, Some(1), None);
-        let at = Placement {
+        let at = StoredAt {
             queue_offset: 5,
             commit_log_offset: 4096,
             store_timestamp: 2_000,

@@ -43,7 +43,7 @@ use basalt_store::{MessageStore, PutMessageResult};
 use bytes::Bytes;
 
 use self::decisions::Decisions;
-use self::messages::{Placement, op_body, op_properties};
+use self::messages::{StoredAt, op_body, op_properties};
 use crate::clients::registry::ClientManager;
 use crate::config::BrokerConfig;
 use crate::metadata::offsets::ConsumerOffsetManager;
@@ -207,11 +207,11 @@ impl Transactions {
     }
 }
 
-impl Placement {
+impl StoredAt {
     /// Where a stored put went (its first record).
-    pub(crate) fn of(r: &PutMessageResult) -> Option<Placement> {
+    pub(crate) fn of(r: &PutMessageResult) -> Option<StoredAt> {
         let a = r.append.as_ref().filter(|_| r.status.is_stored())?;
-        Some(Placement {
+        Some(StoredAt {
             queue_offset: a.queue_offset,
             commit_log_offset: a.wrote_offset,
             store_timestamp: a.store_timestamp,

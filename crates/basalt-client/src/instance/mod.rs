@@ -83,7 +83,7 @@ impl ClientInstance {
             .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
         Arc::new_cyclic(|weak: &Weak<Self>| {
             let remoting = RemotingClient::with_handler(
-                basalt_remoting::ClientConfig {
+                basalt_remoting::RemotingClientConfig {
                     connect_timeout: config.connect_timeout,
                     ..Default::default()
                 },

@@ -13,7 +13,7 @@ use basalt_common::constants::property;
 use tokio::sync::{mpsc, watch};
 
 use super::process_queue::ProcessQueue;
-use super::{ConsumeContext, ConsumeStatus, Listener, MessageModel, PushInner};
+use super::{ConsumeContext, ConsumeStatus, Listener, PushInner, PushMessageModel};
 use crate::message::{MessageExt, TopicQueue};
 
 /// Failed messages whose send-back also failed are consumed again this much later.
@@ -179,12 +179,12 @@ impl PushInner {
                 continue;
             }
             match self.options.message_model {
-                MessageModel::Broadcasting => {
+                PushMessageModel::Broadcasting => {
                     tracing::warn!(group = %self.group, msg_id = %m.msg_id,
                         "broadcast consumption failed; the message is dropped");
                     done.push(m.queue_offset);
                 }
-                MessageModel::Clustering => {
+                PushMessageModel::Clustering => {
                     if !pq.contains(m.queue_offset) {
                         continue;
                     }
@@ -293,7 +293,7 @@ pub(crate) async fn orderly_loop(
     pq: Arc<ProcessQueue>,
 ) {
     let mut stop = inner.stop.subscribe();
-    let clustering = inner.options.message_model == MessageModel::Clustering;
+    let clustering = inner.options.message_model == PushMessageModel::Clustering;
     let batch = inner.options.consume_message_batch_max_size.max(1);
     loop {
         if pq.is_dropped() || *stop.borrow() {

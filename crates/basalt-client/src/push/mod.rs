@@ -35,7 +35,7 @@ use tokio::task::JoinHandle;
 pub use allocate::AllocateStrategy;
 use options::Listener;
 pub use options::{
-    AsyncMessageListener, ConsumeContext, ConsumeFromWhere, ConsumeStatus, MessageModel,
+    AsyncMessageListener, ConsumeContext, ConsumeStatus, PushConsumeFrom, PushMessageModel,
     PushOptions,
 };
 
@@ -234,7 +234,7 @@ impl PushConsumer {
         inner
             .start_ms
             .store(basalt_common::time::now_millis(), Ordering::Relaxed);
-        if inner.options.message_model == MessageModel::Clustering {
+        if inner.options.message_model == PushMessageModel::Clustering {
             let retry = basalt_common::topic::retry_topic(&inner.group);
             let sub = build_subscription(&retry, crate::filter::SUB_ALL)?;
             inner.subscriptions.write().insert(retry, sub);
@@ -263,7 +263,7 @@ impl PushConsumer {
                 inner.stop.subscribe(),
             )));
             if inner.options.consume_orderly
-                && inner.options.message_model == MessageModel::Clustering
+                && inner.options.message_model == PushMessageModel::Clustering
             {
                 tasks.push(tokio::spawn(rebalance::lock_renewal(
                     Arc::downgrade(inner),
@@ -333,7 +333,8 @@ impl PushConsumer {
         for (_, pq) in &queues {
             pq.set_dropped();
         }
-        if inner.options.consume_orderly && inner.options.message_model == MessageModel::Clustering
+        if inner.options.consume_orderly
+            && inner.options.message_model == PushMessageModel::Clustering
         {
             inner.unlock_all(&held).await;
         }
@@ -371,8 +372,10 @@ impl PushInner {
     /// a local file (broadcasting, default `~/.rocketmq_offsets`).
     fn open_offset_store(&self) -> Result<OffsetStore> {
         match self.options.message_model {
-            MessageModel::Clustering => Ok(OffsetStore::remote(&self.group, self.instance.clone())),
-            MessageModel::Broadcasting => {
+            PushMessageModel::Clustering => {
+                Ok(OffsetStore::remote(&self.group, self.instance.clone()))
+            }
+            PushMessageModel::Broadcasting => {
                 let dir = self
                     .options
                     .local_offset_store_dir
@@ -413,9 +416,9 @@ impl PushInner {
 
     fn consume_from_where_java(&self) -> protocol::ConsumeFromWhere {
         match self.options.consume_from_where {
-            ConsumeFromWhere::LastOffset => protocol::ConsumeFromWhere::ConsumeFromLastOffset,
-            ConsumeFromWhere::FirstOffset => protocol::ConsumeFromWhere::ConsumeFromFirstOffset,
-            ConsumeFromWhere::Timestamp => protocol::ConsumeFromWhere::ConsumeFromTimestamp,
+            PushConsumeFrom::LastOffset => protocol::ConsumeFromWhere::ConsumeFromLastOffset,
+            PushConsumeFrom::FirstOffset => protocol::ConsumeFromWhere::ConsumeFromFirstOffset,
+            PushConsumeFrom::Timestamp => protocol::ConsumeFromWhere::ConsumeFromTimestamp,
         }
     }
 
@@ -438,8 +441,8 @@ impl PushInner {
         props.insert(
             "messageModel".into(),
             match self.options.message_model {
-                MessageModel::Clustering => "CLUSTERING",
-                MessageModel::Broadcasting => "BROADCASTING",
+                PushMessageModel::Clustering => "CLUSTERING",
+                PushMessageModel::Broadcasting => "BROADCASTING",
             }
             .into(),
         );
@@ -500,8 +503,8 @@ impl ConsumerInner for PushInner {
             consume_type: protocol::ConsumeType::ConsumePassively,
             group_name: self.group.clone(),
             message_model: match self.options.message_model {
-                MessageModel::Clustering => protocol::MessageModel::Clustering,
-                MessageModel::Broadcasting => protocol::MessageModel::Broadcasting,
+                PushMessageModel::Clustering => protocol::MessageModel::Clustering,
+                PushMessageModel::Broadcasting => protocol::MessageModel::Broadcasting,
             },
             subscription_data_set: self.subscriptions.read().values().cloned().collect(),
             unit_mode: false,

@@ -1,5 +1,5 @@
 //! The push consumer's settings and the types its listener sees:
-//! [`PushOptions`], [`MessageModel`], [`ConsumeFromWhere`], the listener
+//! [`PushOptions`], [`PushMessageModel`], [`PushConsumeFrom`], the listener
 //! traits, [`ConsumeStatus`] and [`ConsumeContext`].
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use crate::message::{MessageExt, TopicQueue};
 
 /// Whether each message goes to one consumer of the group or to all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MessageModel {
+pub enum PushMessageModel {
     /// Queues are split among the group; offsets live on the brokers.
     #[default]
     Clustering,
@@ -23,7 +23,7 @@ pub enum MessageModel {
 
 /// Where a consumer starts in a queue its group has no offset for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConsumeFromWhere {
+pub enum PushConsumeFrom {
     /// At the queue's end (retry topics: at the start).
     #[default]
     LastOffset,
@@ -92,9 +92,9 @@ pub(super) enum Listener {
 /// Push-consumer settings (Java `DefaultMQPushConsumer` fields and defaults).
 #[derive(Debug, Clone)]
 pub struct PushOptions {
-    pub message_model: MessageModel,
-    pub consume_from_where: ConsumeFromWhere,
-    /// For [`ConsumeFromWhere::Timestamp`], in ms since the epoch (Java
+    pub message_model: PushMessageModel,
+    pub consume_from_where: PushConsumeFrom,
+    /// For [`PushConsumeFrom::Timestamp`], in ms since the epoch (Java
     /// default: half an hour before start).
     pub consume_timestamp: Option<i64>,
     /// Listener calls running at once (20).
@@ -140,8 +140,8 @@ pub struct PushOptions {
 impl Default for PushOptions {
     fn default() -> Self {
         Self {
-            message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::LastOffset,
+            message_model: PushMessageModel::Clustering,
+            consume_from_where: PushConsumeFrom::LastOffset,
             consume_timestamp: None,
             consume_thread_max: 20,
             pull_batch_size: 32,

@@ -10,7 +10,7 @@ use basalt_remoting::protocol::SubscriptionData;
 use tokio::sync::watch;
 
 use super::process_queue::ProcessQueue;
-use super::{MessageModel, PushInner};
+use super::{PushInner, PushMessageModel};
 use crate::error::ClientError;
 use crate::message::TopicQueue;
 use crate::pull::{PullArgs, PullResult, PullStatus, pull, sys_flag};
@@ -26,7 +26,7 @@ pub(crate) async fn run(
     next_offset: i64,
 ) {
     let stop = inner.stop.subscribe();
-    let clustering = inner.options.message_model == MessageModel::Clustering;
+    let clustering = inner.options.message_model == PushMessageModel::Clustering;
     QueuePuller {
         inner,
         mq,

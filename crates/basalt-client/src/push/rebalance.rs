@@ -9,7 +9,7 @@ use basalt_common::constants::topic::RETRY_GROUP_PREFIX;
 use tokio::sync::watch;
 
 use super::process_queue::ProcessQueue;
-use super::{ConsumeFromWhere, MessageModel, PushInner, consume, pull_loop};
+use super::{PushConsumeFrom, PushInner, PushMessageModel, consume, pull_loop};
 use crate::error::{ClientError, Result};
 use crate::message::TopicQueue;
 
@@ -57,11 +57,11 @@ impl PushInner {
     async fn rebalance_topic(self: &Arc<Self>, topic: &str) -> Result<()> {
         let queues = self.topic_queues.read().get(topic).cloned();
         let assigned: BTreeSet<TopicQueue> = match self.options.message_model {
-            MessageModel::Broadcasting => match queues {
+            PushMessageModel::Broadcasting => match queues {
                 Some(q) => q,
                 None => return Ok(()),
             },
-            MessageModel::Clustering => {
+            PushMessageModel::Clustering => {
                 let Some(queues) = queues else {
                     return Err(ClientError::NoRoute {
                         topic: topic.to_string(),
@@ -212,7 +212,7 @@ impl PushInner {
     }
 
     fn needs_locks(&self) -> bool {
-        self.options.consume_orderly && self.options.message_model == MessageModel::Clustering
+        self.options.consume_orderly && self.options.message_model == PushMessageModel::Clustering
     }
 
     /// Commits and forgets a queue's offset, and releases its broker lock
@@ -280,11 +280,11 @@ impl PushInner {
         }
         let retry = mq.topic.starts_with(RETRY_GROUP_PREFIX);
         match self.options.consume_from_where {
-            ConsumeFromWhere::LastOffset if retry => Ok(0),
-            ConsumeFromWhere::LastOffset => self.instance.max_offset(mq).await,
-            ConsumeFromWhere::FirstOffset => Ok(0),
-            ConsumeFromWhere::Timestamp if retry => self.instance.max_offset(mq).await,
-            ConsumeFromWhere::Timestamp => {
+            PushConsumeFrom::LastOffset if retry => Ok(0),
+            PushConsumeFrom::LastOffset => self.instance.max_offset(mq).await,
+            PushConsumeFrom::FirstOffset => Ok(0),
+            PushConsumeFrom::Timestamp if retry => self.instance.max_offset(mq).await,
+            PushConsumeFrom::Timestamp => {
                 let ts = self.options.consume_timestamp.unwrap_or_else(|| {
                     self.start_ms.load(std::sync::atomic::Ordering::Relaxed) - 30 * 60 * 1000
                 });

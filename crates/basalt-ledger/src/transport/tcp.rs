@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use basalt_remoting::code::response as rcode;
 use basalt_remoting::{
-    Channel, ClientConfig, RemotingClient, RemotingCommand, RemotingServer, RequestProcessor,
-    ServerHandle,
+    Channel, RemotingClient, RemotingClientConfig, RemotingCommand, RemotingServer,
+    RequestProcessor, ServerHandle,
 };
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
@@ -176,9 +176,9 @@ impl TcpTransport {
         peers: &BTreeMap<NodeId, String>,
         inbox: Inbox,
     ) -> Arc<TcpTransport> {
-        let client = RemotingClient::new(ClientConfig {
+        let client = RemotingClient::new(RemotingClientConfig {
             connect_timeout: Duration::from_secs(1),
-            ..ClientConfig::default()
+            ..RemotingClientConfig::default()
         });
         let mut queues = BTreeMap::new();
         let mut receivers = Vec::new();

@@ -278,19 +278,19 @@ fn header_json() -> impl Strategy<Value = String> {
 
 proptest! {
     #[test]
-    fn fast_json_agrees_with_serde(h in header_json()) {
-        if let Some(fast) = fast_json::parse(h.as_bytes()) {
+    fn header_parser_agrees_with_serde(h in header_json()) {
+        if let Some(fast) = header_parser::parse(h.as_bytes()) {
             prop_assert_eq!(Ok(fast), decode_json_header_serde(h.as_bytes()));
         }
     }
 
     #[test]
-    fn fast_json_takes_what_we_encode(cmd in command()) {
+    fn header_parser_takes_what_we_encode(cmd in command()) {
         let mut cmd = cmd;
         cmd.serialize_type = SerializeType::Json;
         let frame = encode_frame(&cmd).unwrap();
         let header = &frame[8..frame.len() - cmd.body.len()];
-        let fast = fast_json::parse(header);
+        let fast = header_parser::parse(header);
         prop_assert!(fast.is_some());
         let mut fast = fast.unwrap();
         fast.body = cmd.body.clone();
@@ -299,12 +299,12 @@ proptest! {
 }
 
 #[test]
-fn fast_json_handles_java_header() {
+fn header_parser_handles_java_header() {
     let h = br#"{"code":310,"extFields":{"a":"PG","b":"T","i":"UNIQ_KEY\u0001x\u0002"},"flag":0,"language":"JAVA","opaque":42,"serializeTypeCurrentRPC":"JSON","version":479}"#;
-    let cmd = fast_json::parse(h).unwrap();
+    let cmd = header_parser::parse(h).unwrap();
     assert_eq!(cmd.ext_fields.get("i"), Some("UNIQ_KEY\u{1}x\u{2}"));
     assert_eq!(Ok(cmd), decode_json_header_serde(h));
     // Quirks go to serde.
-    assert!(fast_json::parse(br#"{"code":"105"}"#).is_none());
-    assert!(fast_json::parse(br#"{"code":1,"extFields":{"n":1.5}}"#).is_none());
+    assert!(header_parser::parse(br#"{"code":"105"}"#).is_none());
+    assert!(header_parser::parse(br#"{"code":1,"extFields":{"n":1.5}}"#).is_none());
 }

@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::connection::spawn_connection;
-use super::{Channel, ClientConfig, ClientDispatch, ClientRequestHandler};
+use super::{Channel, ClientDispatch, ClientRequestHandler, RemotingClientConfig};
 use crate::command::RemotingCommand;
 use crate::error::RemotingError;
 
@@ -23,7 +23,7 @@ pub struct RemotingClient {
 }
 
 struct Inner {
-    config: ClientConfig,
+    config: RemotingClientConfig,
     dispatch: Arc<ClientDispatch>,
     channels: Mutex<HashMap<String, Channel>>,
     /// One connect at a time per address; others wait for its result.
@@ -42,24 +42,27 @@ impl Drop for Inner {
 
 impl Default for RemotingClient {
     fn default() -> Self {
-        Self::new(ClientConfig::default())
+        Self::new(RemotingClientConfig::default())
     }
 }
 
 impl RemotingClient {
     /// A client that answers server-initiated requests with
     /// REQUEST_CODE_NOT_SUPPORTED.
-    pub fn new(config: ClientConfig) -> Self {
+    pub fn new(config: RemotingClientConfig) -> Self {
         Self::build(config, None)
     }
 
     /// A client whose connections hand server-initiated requests (e.g.
     /// NOTIFY_CONSUMER_IDS_CHANGED) to `handler`.
-    pub fn with_handler(config: ClientConfig, handler: Arc<dyn ClientRequestHandler>) -> Self {
+    pub fn with_handler(
+        config: RemotingClientConfig,
+        handler: Arc<dyn ClientRequestHandler>,
+    ) -> Self {
         Self::build(config, Some(handler))
     }
 
-    fn build(config: ClientConfig, handler: Option<Arc<dyn ClientRequestHandler>>) -> Self {
+    fn build(config: RemotingClientConfig, handler: Option<Arc<dyn ClientRequestHandler>>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,

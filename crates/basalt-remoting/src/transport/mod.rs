@@ -129,15 +129,15 @@ impl Default for ServerConfig {
     }
 }
 
-/// Client settings.
+/// Settings of a [`RemotingClient`]: connection limits and the connect timeout.
 #[derive(Debug, Clone)]
-pub struct ClientConfig {
+pub struct RemotingClientConfig {
     pub connection: ConnectionConfig,
     /// Upper bound for establishing a connection (the invoke timeout also applies).
     pub connect_timeout: Duration,
 }
 
-impl Default for ClientConfig {
+impl Default for RemotingClientConfig {
     fn default() -> Self {
         Self {
             connection: ConnectionConfig::default(),

@@ -21,7 +21,7 @@ use crate::mapped_file_queue::MappedFileQueue;
 
 /// Where a scan stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ScanStop {
+pub enum TimerLogScanStop {
     /// At the limit the caller gave.
     Limit,
     /// At zero bytes: the end of the written data.
@@ -110,27 +110,32 @@ impl TimerLog {
 
     /// Calls `each` for every valid entry from `from` until `limit`, the
     /// end of the written data or an invalid entry, and says which.
-    pub fn scan(&self, from: i64, limit: i64, mut each: impl FnMut(i64, &TimerEntry)) -> ScanStop {
+    pub fn scan(
+        &self,
+        from: i64,
+        limit: i64,
+        mut each: impl FnMut(i64, &TimerEntry),
+    ) -> TimerLogScanStop {
         let mut pos = from;
         loop {
             if pos >= limit {
-                return ScanStop::Limit;
+                return TimerLogScanStop::Limit;
             }
             let Some(f) = self.files.find_by_offset(pos) else {
-                return ScanStop::End(pos);
+                return TimerLogScanStop::End(pos);
             };
             let in_file = (pos - f.start_offset()) as usize;
             let Some(b) = f.slice(in_file, ENTRY_SIZE) else {
-                return ScanStop::End(pos);
+                return TimerLogScanStop::End(pos);
             };
             match TimerEntry::decode(b) {
                 Ok(Some(e)) => {
                     self.note_slot(f.start_offset(), e.slot_ms);
                     each(pos, &e);
                 }
-                Ok(None) => return ScanStop::End(pos),
+                Ok(None) => return TimerLogScanStop::End(pos),
                 Err(reason) => {
-                    return ScanStop::Invalid {
+                    return TimerLogScanStop::Invalid {
                         pos,
                         reason: format!("{}: {reason}", f.path().display()),
                     };
@@ -256,7 +261,7 @@ mod tests {
         log.load().unwrap();
         let mut seen = Vec::new();
         let stop = log.scan(0, i64::MAX, |p, e| seen.push((p, e.queue_offset)));
-        assert_eq!(stop, ScanStop::End(480));
+        assert_eq!(stop, TimerLogScanStop::End(480));
         assert_eq!(seen.len(), 10);
         log.truncate(480).unwrap();
         assert_eq!(log.end(), 480);
@@ -286,7 +291,7 @@ mod tests {
         let log = TimerLog::new(dir.path().join("timerlog"), ENTRY_SIZE * 8);
         log.load().unwrap();
         match log.scan(0, i64::MAX, |_, _| {}) {
-            ScanStop::Invalid { pos, reason } => {
+            TimerLogScanStop::Invalid { pos, reason } => {
                 assert_eq!(pos, 48);
                 assert!(reason.contains("CRC"), "{reason}");
             }

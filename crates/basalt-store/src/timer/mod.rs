@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 pub use checkpoint::TimerCheckpoint;
 pub use entry::{ENTRY_SIZE, TimerEntry};
-pub use log::{ScanStop, TimerLog};
+pub use log::{TimerLog, TimerLogScanStop};
 pub use recover::{RecoveredTimers, TimerRecoveryReport, recover};
 pub use wheel::{PlaceError, TimingWheel};
 

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use super::TimerConfig;
 use super::checkpoint::TimerCheckpoint;
 use super::entry::ENTRY_SIZE;
-use super::log::{ScanStop, TimerLog};
+use super::log::{TimerLog, TimerLogScanStop};
 use super::wheel::TimingWheel;
 use crate::consume_queue::ConsumeQueue;
 use crate::error::{Result, StoreError};
@@ -174,21 +174,21 @@ fn rebuild_from_log(
     }
     let mut report = TimerRecoveryReport::default();
     match log.scan(start, c.log_end, |_, _| report.entries_scanned += 1) {
-        ScanStop::Limit => {}
-        ScanStop::End(pos) => {
+        TimerLogScanStop::Limit => {}
+        TimerLogScanStop::End(pos) => {
             return Err(format!(
                 "the TimerLog ends at {pos}, before the checkpoint's {}",
                 c.log_end
             ));
         }
-        ScanStop::Invalid { pos, reason } => return Err(format!("at {pos}: {reason}")),
+        TimerLogScanStop::Invalid { pos, reason } => return Err(format!("at {pos}: {reason}")),
     }
     // What lies past the checkpoint is not known to be on disk: count it
     // (a torn entry too) and cut it.
     let mut past = 0u64;
     let torn = matches!(
         log.scan(c.log_end, i64::MAX, |_, _| past += 1),
-        ScanStop::Invalid { .. }
+        TimerLogScanStop::Invalid { .. }
     );
     log.truncate(c.log_end).map_err(|e| e.to_string())?;
     report.entries_cut = past + u64::from(torn);
@@ -295,7 +295,7 @@ fn rebuild_wheel(
         return Err(e);
     }
     match stop {
-        ScanStop::Limit => Ok(wheel),
+        TimerLogScanStop::Limit => Ok(wheel),
         other => Err(format!("TimerLog changed during recovery: {other:?}")),
     }
 }
