@@ -233,6 +233,7 @@ pub fn disk_used_percent(path: &Path) -> Option<u32> {
     let c = CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs writes into the zeroed struct we pass; the path is a valid C string.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a struct we own.
     let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
     if rc != 0 || st.f_blocks == 0 {
         return None;

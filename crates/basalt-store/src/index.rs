@@ -52,6 +52,7 @@ pub struct IndexFile {
 // read slots/counts through atomics and entries only after a Release store of
 // the slot that points at them.
 unsafe impl Send for IndexFile {}
+// SAFETY: as for Send above.
 unsafe impl Sync for IndexFile {}
 
 impl std::fmt::Debug for IndexFile {
@@ -618,6 +619,7 @@ pub fn local_time_name(millis: i64) -> String {
     let secs = (millis / 1000) as libc::time_t;
     // SAFETY: localtime_r writes into the zeroed tm we own.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers refer to values we own for the call's duration.
     let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
     if !ok {
         return format!("{:017}", millis);

@@ -76,6 +76,7 @@ pub struct MappedFile {
 // `committed` discipline described in the module docs, with positions
 // published through atomics (Release on write, Acquire on read).
 unsafe impl Send for MappedFile {}
+// SAFETY: as for Send above.
 unsafe impl Sync for MappedFile {}
 
 impl std::fmt::Debug for MappedFile {

@@ -504,6 +504,7 @@ fn is_delete_hour(delete_when: &str) -> bool {
     let secs = (now / 1000) as libc::time_t;
     // SAFETY: localtime_r writes into the zeroed tm we own.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers refer to values we own for the call's duration.
     if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
         return false;
     }

@@ -936,6 +936,7 @@ impl Drop for MessageStore {
 fn total_memory_bytes() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions.
     let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    // SAFETY: as above.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if pages <= 0 || page <= 0 {
         return 8 * 1024 * 1024 * 1024;

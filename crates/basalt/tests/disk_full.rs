@@ -107,7 +107,9 @@ impl LoopFs {
         let c = std::ffi::CString::new(self.mnt.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: statvfs writes into the zeroed struct; the path is a C string.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+        // SAFETY: `c` is a NUL-terminated path and `st` a struct we own.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+        assert_eq!(rc, 0);
         st
     }
 
