@@ -855,12 +855,22 @@ impl MessageStore {
             .map(|s| Arc::clone(&s.dispatch))
     }
 
+    /// Figures for runtime info. The log offsets are those of the log
+    /// records are read from: the CommitLog, or in ledger mode the ledger
+    /// (whose readable end is its committed end, durable on a quorum), not
+    /// the local CommitLog that mode leaves unused.
     pub fn stats(&self) -> StoreStats {
         let (count, bytes) = self.commit_log.put_stats();
+        let log = self.log();
+        let reads_commit_log = std::ptr::addr_eq(Arc::as_ptr(&log), Arc::as_ptr(&self.commit_log));
         StoreStats {
-            commit_log_min_offset: self.commit_log.min_offset(),
-            commit_log_max_offset: self.commit_log.max_offset(),
-            commit_log_flushed_offset: self.commit_log.flushed_offset(),
+            commit_log_min_offset: log.min_offset(),
+            commit_log_max_offset: log.max_offset(),
+            commit_log_flushed_offset: if reads_commit_log {
+                self.commit_log.flushed_offset()
+            } else {
+                log.max_offset()
+            },
             dispatch_behind_bytes: self.dispatch_behind_bytes(),
             put_message_times_total: count,
             put_message_size_total: bytes,

@@ -442,3 +442,45 @@ fn second_open_of_a_store_is_refused() {
     let b = MessageStore::open(StoreConfig::for_tests(dir.path()));
     assert!(matches!(b, Err(basalt_store::StoreError::Locked { .. })));
 }
+
+/// A log read from elsewhere (ledger mode's ledger), fixed offsets.
+struct ElsewhereLog;
+
+impl basalt_store::MessageLog for ElsewhereLog {
+    fn min_offset(&self) -> i64 {
+        4096
+    }
+    fn max_offset(&self) -> i64 {
+        9000
+    }
+    fn read_bytes(&self, _offset: i64, _size: usize) -> Option<bytes::Bytes> {
+        None
+    }
+    fn roll_next_file(&self, offset: i64) -> i64 {
+        offset + 1
+    }
+}
+
+#[test]
+fn stats_report_the_log_records_are_read_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let host = store.store_host();
+    let r = store.put_message(&Msg::new("TopicA", 0, body(1, 100)).draft(host));
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    let local_end = store.commit_log().max_offset();
+    assert!(local_end > 0);
+    assert_eq!(store.stats().commit_log_max_offset, local_end);
+
+    store.set_message_log(std::sync::Arc::new(ElsewhereLog));
+    let s = store.stats();
+    assert_eq!(
+        (
+            s.commit_log_min_offset,
+            s.commit_log_max_offset,
+            s.commit_log_flushed_offset
+        ),
+        (4096, 9000, 9000),
+        "ledger mode reports the ledger's offsets, not the unused CommitLog's"
+    );
+}
