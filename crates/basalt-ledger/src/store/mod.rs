@@ -41,9 +41,9 @@ use crate::entry::{
     BLANK_MAGIC, Entry, EntryHeader, EntryKind, HEADER_SIZE, INDEX_UNIT_SIZE, IndexUnit, place,
 };
 
-pub use error::StoreError;
-pub use mapped::{MappedFile, MappedFileList, MappedSlice, sync_dir};
-pub use meta::Checkpoint;
+pub use error::LedgerStoreError;
+pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice, sync_dir};
+pub use meta::LedgerCheckpoint;
 use scan::{DataSource, Stop, scan};
 
 const UNIT: i64 = INDEX_UNIT_SIZE as i64;
@@ -60,7 +60,7 @@ pub struct StoreOptions {
 #[derive(Debug, Clone)]
 pub struct Recovered {
     pub hard_state: HardState,
-    pub checkpoint: Option<Checkpoint>,
+    pub checkpoint: Option<LedgerCheckpoint>,
     /// The checkpoint's committed index, clamped to the recovered end.
     pub committed_index: i64,
     /// Index units rewritten from the data.
@@ -69,7 +69,7 @@ pub struct Recovered {
     pub cut: Option<(i64, String)>,
 }
 
-type Files = Arc<[Arc<MappedFile>]>;
+type Files = Arc<[Arc<LedgerSegment>]>;
 
 /// State shared between the writer and the readers.
 struct Shared {
@@ -85,7 +85,7 @@ struct Shared {
     poisoned: AtomicBool,
 }
 
-fn find(files: &[Arc<MappedFile>], file_size: i64, pos: i64) -> Option<&Arc<MappedFile>> {
+fn find(files: &[Arc<LedgerSegment>], file_size: i64, pos: i64) -> Option<&Arc<LedgerSegment>> {
     let first = files.first()?.start();
     if pos < first {
         return None;
@@ -184,7 +184,7 @@ impl LedgerReader {
         if off + len > f.size() as usize {
             return Err(ReadError::CrossesFile { pos, len });
         }
-        Ok(Bytes::from_owner(MappedSlice {
+        Ok(Bytes::from_owner(SegmentSlice {
             file: f.clone(),
             off,
             len,
@@ -240,7 +240,7 @@ impl LedgerReader {
                 "entry header does not match index unit {index}"
             )));
         }
-        let body = Bytes::from_owner(MappedSlice {
+        let body = Bytes::from_owner(SegmentSlice {
             file: f.clone(),
             off: off + HEADER_SIZE,
             len: h.body_len as usize,
@@ -280,16 +280,16 @@ impl LedgerReader {
 /// Syncs prepared by the writer, run on a blocking thread.
 #[derive(Default)]
 pub struct SyncJob {
-    checkpoint: Option<(PathBuf, Checkpoint)>,
-    ranges: Vec<(Arc<MappedFile>, usize, usize)>,
-    fsync: Vec<Arc<MappedFile>>,
+    checkpoint: Option<(PathBuf, LedgerCheckpoint)>,
+    ranges: Vec<(Arc<LedgerSegment>, usize, usize)>,
+    fsync: Vec<Arc<LedgerSegment>>,
     dirs: Vec<PathBuf>,
 }
 
 impl SyncJob {
     /// Performs the syncs (and, first, a checkpoint rewrite lowered by a
     /// truncation).
-    pub fn run(&self) -> Result<(), StoreError> {
+    pub fn run(&self) -> Result<(), LedgerStoreError> {
         if let Some((dir, c)) = &self.checkpoint {
             match meta::store_checkpoint(dir, *c) {
                 Ok(()) => {}
@@ -324,16 +324,16 @@ impl SyncJob {
 pub struct CheckpointJob {
     sync: SyncJob,
     dir: PathBuf,
-    checkpoint: Checkpoint,
+    checkpoint: LedgerCheckpoint,
 }
 
 impl CheckpointJob {
-    pub fn run(&self) -> Result<(), StoreError> {
+    pub fn run(&self) -> Result<(), LedgerStoreError> {
         self.sync.run()?;
         meta::store_checkpoint(&self.dir, self.checkpoint)
     }
 
-    pub fn checkpoint(&self) -> Checkpoint {
+    pub fn checkpoint(&self) -> LedgerCheckpoint {
         self.checkpoint
     }
 }
@@ -342,7 +342,7 @@ impl CheckpointJob {
 #[derive(Default)]
 struct Dirty {
     range: Option<(i64, i64)>,
-    fsync: Vec<Arc<MappedFile>>,
+    fsync: Vec<Arc<LedgerSegment>>,
     dir: bool,
 }
 
@@ -354,7 +354,7 @@ impl Dirty {
         });
     }
 
-    fn take(&mut self, list: &MappedFileList, job: &mut SyncJob) {
+    fn take(&mut self, list: &LedgerSegmentList, job: &mut SyncJob) {
         if let Some((lo, hi)) = self.range.take() {
             job.ranges.extend(list.ranges(lo, hi));
         }
@@ -368,8 +368,8 @@ impl Dirty {
 /// The writer side of a ledger directory. See the module documentation.
 pub struct LedgerStore {
     opts: StoreOptions,
-    data: MappedFileList,
-    index: MappedFileList,
+    data: LedgerSegmentList,
+    index: LedgerSegmentList,
     shared: Arc<Shared>,
     begin_index: i64,
     end_index: i64,
@@ -381,7 +381,7 @@ pub struct LedgerStore {
     checkpoint_end: i64,
     committed_for_checkpoint: i64,
     /// A truncation went below the checkpoint: the next sync lowers it first.
-    lower_checkpoint: Option<Checkpoint>,
+    lower_checkpoint: Option<LedgerCheckpoint>,
     /// The last entries written, with their bodies as given (shared, not copied):
     /// pushes to followers read them from here. Contiguous, ending at `end_index`.
     tail: std::collections::VecDeque<Entry>,
@@ -399,7 +399,7 @@ const PREFAULT_CHUNK: i64 = 4 * 1024 * 1024;
 
 /// Pages to fault in ahead of the writer, on a thread of their own.
 pub struct PrefaultJob {
-    ranges: Vec<(Arc<MappedFile>, usize, usize)>,
+    ranges: Vec<(Arc<LedgerSegment>, usize, usize)>,
 }
 
 impl PrefaultJob {
@@ -412,7 +412,7 @@ impl PrefaultJob {
     }
 }
 
-struct ListSource<'a>(&'a MappedFileList);
+struct ListSource<'a>(&'a LedgerSegmentList);
 
 impl DataSource for ListSource<'_> {
     fn file_of(&self, pos: i64) -> Option<(PathBuf, i64, i64)> {
@@ -436,14 +436,14 @@ impl DataSource for ListSource<'_> {
     }
 }
 
-fn corrupt_at(list: &MappedFileList, pos: i64, reason: String) -> StoreError {
+fn corrupt_at(list: &LedgerSegmentList, pos: i64, reason: String) -> LedgerStoreError {
     match list.find(pos) {
-        Some(f) => StoreError::Corrupt {
+        Some(f) => LedgerStoreError::Corrupt {
             path: f.path().to_path_buf(),
             offset: (pos - f.start()) as u64,
             reason,
         },
-        None => StoreError::Corrupt {
+        None => LedgerStoreError::Corrupt {
             path: list.dir().to_path_buf(),
             offset: pos.max(0) as u64,
             reason,
@@ -451,14 +451,14 @@ fn corrupt_at(list: &MappedFileList, pos: i64, reason: String) -> StoreError {
     }
 }
 
-fn read_unit(index: &MappedFileList, i: i64) -> Option<IndexUnit> {
+fn read_unit(index: &LedgerSegmentList, i: i64) -> Option<IndexUnit> {
     index
         .read(i * UNIT, INDEX_UNIT_SIZE)
         .and_then(|b| IndexUnit::decode(&b))
 }
 
 /// The first entry header of the data files (after a leading blank, if any).
-fn first_entry(data: &MappedFileList) -> Option<EntryHeader> {
+fn first_entry(data: &LedgerSegmentList) -> Option<EntryHeader> {
     let src = ListSource(data);
     let start = data.files().first()?.start();
     scan(&src, start, None, -1, |_, _| false).first
@@ -467,20 +467,20 @@ fn first_entry(data: &MappedFileList) -> Option<EntryHeader> {
 impl LedgerStore {
     /// Opens (creating if needed) and recovers a ledger directory, then makes
     /// everything it kept durable.
-    pub fn open(opts: StoreOptions) -> Result<(LedgerStore, Recovered), StoreError> {
+    pub fn open(opts: StoreOptions) -> Result<(LedgerStore, Recovered), LedgerStoreError> {
         if opts.data_file_size < 2 * (HEADER_SIZE as i64 + 8)
             || opts.index_file_size % UNIT != 0
             || opts.index_file_size <= 0
         {
-            return Err(StoreError::Invalid(format!(
+            return Err(LedgerStoreError::Invalid(format!(
                 "file sizes {} / {}",
                 opts.data_file_size, opts.index_file_size
             )));
         }
         std::fs::create_dir_all(&opts.dir)
             .map_err(|e| error::io_err(&opts.dir, "create_dir_all", e))?;
-        let mut data = MappedFileList::load(&opts.dir.join("data"), opts.data_file_size)?;
-        let mut index = MappedFileList::load(&opts.dir.join("index"), opts.index_file_size)?;
+        let mut data = LedgerSegmentList::load(&opts.dir.join("data"), opts.data_file_size)?;
+        let mut index = LedgerSegmentList::load(&opts.dir.join("index"), opts.index_file_size)?;
         let hard_state = meta::load_hard_state(&opts.dir)?;
         let checkpoint = meta::load_checkpoint(&opts.dir)?;
         let ck_end = checkpoint.map(|c| c.end_index).unwrap_or(-1);
@@ -653,9 +653,9 @@ impl LedgerStore {
         self.shared.poisoned.store(true, Ordering::Release);
     }
 
-    fn check_writable(&self) -> Result<(), StoreError> {
+    fn check_writable(&self) -> Result<(), LedgerStoreError> {
         if self.is_poisoned() {
-            Err(StoreError::Poisoned)
+            Err(LedgerStoreError::Poisoned)
         } else {
             Ok(())
         }
@@ -667,7 +667,7 @@ impl LedgerStore {
     }
 
     /// Appends entries whose headers are final (index, term, position, CRC).
-    pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), StoreError> {
+    pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), LedgerStoreError> {
         self.check_writable()?;
         if let (Some((first, _)), Some((last, _))) = (entries.first(), entries.last()) {
             // Every byte below is written into reserved blocks, or nothing is.
@@ -689,13 +689,13 @@ impl LedgerStore {
         let mut files_changed = false;
         for (h, body) in entries {
             if self.end_index >= 0 && h.index != self.end_index + 1 {
-                return Err(StoreError::Invalid(format!(
+                return Err(LedgerStoreError::Invalid(format!(
                     "append of index {} after {}",
                     h.index, self.end_index
                 )));
             }
             if body.len() != h.body_len as usize {
-                return Err(StoreError::Invalid(format!(
+                return Err(LedgerStoreError::Invalid(format!(
                     "body length {} != header {}",
                     body.len(),
                     h.body_len
@@ -703,9 +703,9 @@ impl LedgerStore {
             }
             let size = h.size as i64;
             let pos = place(self.end_pos, size, self.opts.data_file_size)
-                .map_err(|e| StoreError::Invalid(e.to_string()))?;
+                .map_err(|e| LedgerStoreError::Invalid(e.to_string()))?;
             if pos != h.pos {
-                return Err(StoreError::Invalid(format!(
+                return Err(LedgerStoreError::Invalid(format!(
                     "entry {} placed at {} but the store puts it at {pos}",
                     h.index, h.pos
                 )));
@@ -757,7 +757,7 @@ impl LedgerStore {
 
     /// Appends whole entries (the leader's after stamping, or the leader's received
     /// by a follower) and keeps them in the tail cache.
-    pub fn append_entries(&mut self, entries: &[Entry]) -> Result<(), StoreError> {
+    pub fn append_entries(&mut self, entries: &[Entry]) -> Result<(), LedgerStoreError> {
         let v: Vec<(EntryHeader, &[u8])> =
             entries.iter().map(|e| (e.header, &e.body[..])).collect();
         self.append(&v)?;
@@ -794,8 +794,8 @@ impl LedgerStore {
     }
 
     /// Removes every entry from `next_index` on; the next entry goes to `next_pos`
-    /// (see `Command::Truncate`). Never called for committed entries.
-    pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Result<(), StoreError> {
+    /// (see `LedgerCommand::Truncate`). Never called for committed entries.
+    pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
         self.check_writable()?;
         let committed = self.shared.committed_index.load(Ordering::Acquire);
         assert!(
@@ -855,7 +855,7 @@ impl LedgerStore {
         if prev < self.checkpoint_end {
             // The checkpoint must never claim more than the log holds.
             self.checkpoint_end = prev.max(-1);
-            self.lower_checkpoint = Some(Checkpoint {
+            self.lower_checkpoint = Some(LedgerCheckpoint {
                 end_index: self.checkpoint_end,
                 committed_index: self.committed_for_checkpoint,
             });
@@ -947,7 +947,7 @@ impl LedgerStore {
         CheckpointJob {
             sync,
             dir: self.opts.dir.clone(),
-            checkpoint: Checkpoint {
+            checkpoint: LedgerCheckpoint {
                 end_index: end,
                 committed_index,
             },
@@ -969,7 +969,7 @@ impl LedgerStore {
     /// Deletes data files that lie entirely before `pos` and before the committed
     /// position, and the index files before the new first entry. Returns the new
     /// begin index.
-    pub fn purge_before(&mut self, pos: i64) -> Result<i64, StoreError> {
+    pub fn purge_before(&mut self, pos: i64) -> Result<i64, LedgerStoreError> {
         self.check_writable()?;
         let limit = pos.min(self.shared.committed_pos.load(Ordering::Acquire));
         let mut removed = false;
@@ -1113,7 +1113,7 @@ pub struct LedgerCheckReport {
     pub first_bad: Option<BadSpot>,
     /// Index units that do not describe their entry.
     pub index_mismatches: u64,
-    pub checkpoint: Option<Checkpoint>,
+    pub checkpoint: Option<LedgerCheckpoint>,
     pub hard_state: Option<HardState>,
 }
 
@@ -1183,7 +1183,7 @@ struct ReadOnlyFiles {
 }
 
 impl ReadOnlyFiles {
-    fn load(dir: &Path) -> Result<ReadOnlyFiles, StoreError> {
+    fn load(dir: &Path) -> Result<ReadOnlyFiles, LedgerStoreError> {
         let mut names = Vec::new();
         if dir.exists() {
             for e in std::fs::read_dir(dir).map_err(|e| error::io_err(dir, "read_dir", e))? {
@@ -1207,7 +1207,7 @@ impl ReadOnlyFiles {
                 file_size = len;
             }
             if len != file_size {
-                return Err(StoreError::Corrupt {
+                return Err(LedgerStoreError::Corrupt {
                     path,
                     offset: 0,
                     reason: format!("file is {len} bytes, others {file_size}"),
@@ -1216,7 +1216,7 @@ impl ReadOnlyFiles {
             if let Some((_, prev, _)) = files.last()
                 && start != prev + file_size
             {
-                return Err(StoreError::Corrupt {
+                return Err(LedgerStoreError::Corrupt {
                     path,
                     offset: 0,
                     reason: format!("gap after the file starting at {prev}"),
@@ -1266,7 +1266,7 @@ impl DataSource for ReadOnlyFiles {
 /// Checks a ledger directory without modifying it: every entry of every data file
 /// (magic, size, position, index continuity, term order, body CRC) and its index
 /// unit. For the operator tool `basalt store check`.
-pub fn check_ledger_dir(dir: &Path) -> Result<LedgerCheckReport, StoreError> {
+pub fn check_ledger_dir(dir: &Path) -> Result<LedgerCheckReport, LedgerStoreError> {
     let data = ReadOnlyFiles::load(&dir.join("data"))?;
     let index = ReadOnlyFiles::load(&dir.join("index"))?;
     let mut r = LedgerCheckReport {
