@@ -1,4 +1,5 @@
-//! Memory-mapped files and lists of them (DLedger's `MmapFile` / `MmapFileList`).
+//! The ledger's memory-mapped segments ([`LedgerSegment`]) and lists of them
+//! (DLedger's `MmapFile` / `MmapFileList`).
 //!
 //! A [`LedgerSegmentList`] is a directory of equally sized files named by the global
 //! byte offset of their first byte (20 digits), contiguous: file `k + 1` starts
