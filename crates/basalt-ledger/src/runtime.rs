@@ -16,13 +16,13 @@ use tokio::time::Instant;
 
 use crate::config::LedgerConfig;
 use crate::core::{
-    AppendError, AppendReceipt, ClientId, Command, CoreInit, Event, HardState, LedgerCore, LogRead,
-    Role, TransferError,
+    AppendReceipt, ClientId, CoreInit, Event, HardState, LedgerAppendError, LedgerCommand,
+    LedgerCore, LogRead, Role, TransferError,
 };
 use crate::entry::{Entry, EntryKind};
 use crate::protocol::{Envelope, NodeId};
 use crate::store::{
-    CheckpointJob, LedgerReader, LedgerStore, StoreError, StoreOptions, SyncJob, meta,
+    CheckpointJob, LedgerReader, LedgerStore, LedgerStoreError, StoreOptions, SyncJob, meta,
 };
 use crate::transport::Transport;
 use crate::transport::tcp::{TcpListener, TcpTransport};
@@ -64,7 +64,7 @@ pub enum LedgerError {
     #[error("ledger stopped")]
     Shutdown,
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] LedgerStoreError),
     #[error("invalid ledger config: {0}")]
     Config(String),
     #[error("ledger listener: {0}")]
@@ -129,16 +129,16 @@ enum IoJob {
 enum IoDone {
     Synced {
         through: i64,
-        result: Result<(), StoreError>,
+        result: Result<(), LedgerStoreError>,
     },
     Persisted {
         version: u64,
         /// The state written, to write again after a failure for lack of space.
         state: HardState,
-        result: Result<(), StoreError>,
+        result: Result<(), LedgerStoreError>,
     },
     Checkpointed {
-        result: Result<(), StoreError>,
+        result: Result<(), LedgerStoreError>,
     },
 }
 
@@ -591,7 +591,7 @@ impl Runtime {
         }
     }
 
-    fn storage_failed(&mut self, e: StoreError) {
+    fn storage_failed(&mut self, e: LedgerStoreError) {
         tracing::error!(member = %self.config.self_id, error = %e, "ledger I/O failed; poisoning the store");
         self.store.poison();
         self.step(Event::StorageFailed {
@@ -644,10 +644,10 @@ impl Runtime {
         }
     }
 
-    fn execute(&mut self, cmd: Command) -> Result<bool, StoreError> {
+    fn execute(&mut self, cmd: LedgerCommand) -> Result<bool, LedgerStoreError> {
         match cmd {
-            Command::Send(env) => self.transport.send(env),
-            Command::AppendAsLeader {
+            LedgerCommand::Send(env) => self.transport.send(env),
+            LedgerCommand::AppendAsLeader {
                 client,
                 term,
                 entries,
@@ -669,7 +669,7 @@ impl Runtime {
                             bodies
                         }
                         None => {
-                            return Err(StoreError::Invalid(format!(
+                            return Err(LedgerStoreError::Invalid(format!(
                                 "append for unknown client {c}"
                             )));
                         }
@@ -677,7 +677,9 @@ impl Runtime {
                     None => entries.iter().map(|_| BytesMut::new()).collect(),
                 };
                 if bodies.len() != entries.len() {
-                    return Err(StoreError::Invalid("append body count changed".into()));
+                    return Err(LedgerStoreError::Invalid(
+                        "append body count changed".into(),
+                    ));
                 }
                 let batch: Vec<Entry> = entries
                     .iter()
@@ -693,33 +695,37 @@ impl Runtime {
                 );
                 return Ok(true);
             }
-            Command::AppendAsFollower { entries } => {
+            LedgerCommand::AppendAsFollower { entries } => {
                 self.store.append_entries(&entries)?;
                 self.prefault();
                 return Ok(true);
             }
-            Command::Truncate {
+            LedgerCommand::Truncate {
                 next_index,
                 next_pos,
             } => {
                 self.store.truncate(next_index, next_pos)?;
                 return Ok(true);
             }
-            Command::Sync { through } => {
+            LedgerCommand::Sync { through } => {
                 let job = self.store.prepare_sync();
                 if !self.submit(IoJob::Sync { through, job }) {
-                    return Err(StoreError::Invalid("ledger I/O thread is gone".into()));
+                    return Err(LedgerStoreError::Invalid(
+                        "ledger I/O thread is gone".into(),
+                    ));
                 }
             }
-            Command::PersistHardState { version, state } => {
+            LedgerCommand::PersistHardState { version, state } => {
                 if !self.submit(IoJob::Persist { version, state }) {
-                    return Err(StoreError::Invalid("ledger I/O thread is gone".into()));
+                    return Err(LedgerStoreError::Invalid(
+                        "ledger I/O thread is gone".into(),
+                    ));
                 }
             }
-            Command::CommitAdvanced { committed_index } => {
+            LedgerCommand::CommitAdvanced { committed_index } => {
                 self.store.set_committed(committed_index)
             }
-            Command::AppendResult { client, result } => {
+            LedgerCommand::AppendResult { client, result } => {
                 let reply = self
                     .written
                     .remove(&client)
@@ -731,7 +737,7 @@ impl Runtime {
                     }));
                 }
             }
-            Command::TransferResult { client, result } => {
+            LedgerCommand::TransferResult { client, result } => {
                 if let Some(reply) = self.transfers.remove(&client) {
                     let result = result.map_err(LedgerError::from);
                     self.replies.push(Box::new(move || {
@@ -751,20 +757,22 @@ impl Runtime {
         }
     }
 
-    fn map_append_error(&self, e: AppendError) -> LedgerError {
+    fn map_append_error(&self, e: LedgerAppendError) -> LedgerError {
         match e {
-            AppendError::NotLeader { leader_id } => LedgerError::NotLeader {
+            LedgerAppendError::NotLeader { leader_id } => LedgerError::NotLeader {
                 leader_addr: leader_id
                     .as_ref()
                     .and_then(|l| self.config.peers.get(l).cloned()),
                 leader_id,
             },
-            AppendError::Transferring => LedgerError::Transferring,
-            AppendError::Busy => LedgerError::Busy,
-            AppendError::TooLarge { body_len, max } => LedgerError::TooLarge { body_len, max },
-            AppendError::Poisoned => LedgerError::Poisoned,
-            AppendError::LeadershipLost => LedgerError::LeadershipLost,
-            AppendError::Timeout => LedgerError::Timeout,
+            LedgerAppendError::Transferring => LedgerError::Transferring,
+            LedgerAppendError::Busy => LedgerError::Busy,
+            LedgerAppendError::TooLarge { body_len, max } => {
+                LedgerError::TooLarge { body_len, max }
+            }
+            LedgerAppendError::Poisoned => LedgerError::Poisoned,
+            LedgerAppendError::LeadershipLost => LedgerError::LeadershipLost,
+            LedgerAppendError::Timeout => LedgerError::Timeout,
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use basalt_ledger::core::LogRead;
 use basalt_ledger::entry::{EntryHeader, EntryKind, HEADER_SIZE, place};
-use basalt_ledger::store::{LedgerStore, StoreError, StoreOptions, check_ledger_dir};
+use basalt_ledger::store::{LedgerStore, LedgerStoreError, StoreOptions, check_ledger_dir};
 
 const DATA: i64 = 1024;
 const INDEX: i64 = 32 * 8;
@@ -251,7 +251,7 @@ fn damage_in_the_durable_region_is_an_error_naming_file_and_offset() {
         Ok(_) => panic!("opening a store with a corrupt durable entry must fail"),
     };
     match &err {
-        StoreError::Corrupt {
+        LedgerStoreError::Corrupt {
             path,
             offset,
             reason,
@@ -289,8 +289,11 @@ fn poisoned_store_refuses_writes() {
     s.poison();
     let b = body(2);
     let h = EntryHeader::new(EntryKind::Normal, 2, 1, s.end_pos(), &b);
-    assert!(matches!(s.append(&[(h, &b)]), Err(StoreError::Poisoned)));
-    assert!(matches!(s.truncate(1, 0), Err(StoreError::Poisoned)));
+    assert!(matches!(
+        s.append(&[(h, &b)]),
+        Err(LedgerStoreError::Poisoned)
+    ));
+    assert!(matches!(s.truncate(1, 0), Err(LedgerStoreError::Poisoned)));
 }
 
 #[test]
@@ -300,9 +303,15 @@ fn misplaced_appends_are_refused() {
     append(&mut s, 0, 1, 1);
     let b = body(5);
     let h = EntryHeader::new(EntryKind::Normal, 5, 1, s.end_pos(), &b);
-    assert!(matches!(s.append(&[(h, &b)]), Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        s.append(&[(h, &b)]),
+        Err(LedgerStoreError::Invalid(_))
+    ));
     let h = EntryHeader::new(EntryKind::Normal, 1, 1, s.end_pos() + 8, &b);
-    assert!(matches!(s.append(&[(h, &b)]), Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        s.append(&[(h, &b)]),
+        Err(LedgerStoreError::Invalid(_))
+    ));
 }
 
 #[test]

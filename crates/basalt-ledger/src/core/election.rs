@@ -30,8 +30,8 @@ use crate::protocol::{
 };
 
 use super::{
-    AppendError, AppendReceipt, ClientId, Command, EntryDispatcher, LeaderState, LedgerCore,
-    LogRead, Placement, Requester, Role, Transfer, TransferError, Waiter,
+    AppendReceipt, ClientId, EntryDispatcher, LeaderState, LedgerAppendError, LedgerCommand,
+    LedgerCore, LogRead, Placement, Requester, Role, Transfer, TransferError, Waiter,
 };
 
 impl LedgerCore {
@@ -90,9 +90,9 @@ impl LedgerCore {
             return;
         };
         for (_, w) in std::mem::take(&mut ls.waiters) {
-            self.out.push(Command::AppendResult {
+            self.out.push(LedgerCommand::AppendResult {
                 client: w.client,
-                result: Err(AppendError::LeadershipLost),
+                result: Err(LedgerAppendError::LeadershipLost),
             });
         }
         if let Some(t) = ls.transfer.take() {
@@ -208,7 +208,7 @@ impl LedgerCore {
                 self.end_term = self.term;
                 self.end_pos = pos + size;
                 self.wrote_this_step = true;
-                self.out.push(Command::AppendAsLeader {
+                self.out.push(LedgerCommand::AppendAsLeader {
                     client: None,
                     term: self.term,
                     entries: vec![Placement {
@@ -435,27 +435,27 @@ impl LedgerCore {
     // ---- appends ----------------------------------------------------------------------
 
     pub(crate) fn on_client_append(&mut self, client: ClientId, body_lens: Vec<u32>) {
-        let reject = |core: &mut LedgerCore, e: AppendError| {
-            core.out.push(Command::AppendResult {
+        let reject = |core: &mut LedgerCore, e: LedgerAppendError| {
+            core.out.push(LedgerCommand::AppendResult {
                 client,
                 result: Err(e),
             });
         };
         if self.poisoned {
-            return reject(self, AppendError::Poisoned);
+            return reject(self, LedgerAppendError::Poisoned);
         }
         if self.role != Role::Leader {
             let leader_id = self.leader.clone();
-            return reject(self, AppendError::NotLeader { leader_id });
+            return reject(self, LedgerAppendError::NotLeader { leader_id });
         }
         let Some(ls) = &self.leader_state else {
-            return reject(self, AppendError::NotLeader { leader_id: None });
+            return reject(self, LedgerAppendError::NotLeader { leader_id: None });
         };
         if ls.transfer.is_some() {
-            return reject(self, AppendError::Transferring);
+            return reject(self, LedgerAppendError::Transferring);
         }
         if ls.waiters.len() >= self.cfg.max_pending_requests {
-            return reject(self, AppendError::Busy);
+            return reject(self, LedgerAppendError::Busy);
         }
         if body_lens.is_empty() {
             let receipt = AppendReceipt {
@@ -463,7 +463,7 @@ impl LedgerCore {
                 first_index: self.end_index + 1,
                 last_index: self.end_index,
             };
-            self.out.push(Command::AppendResult {
+            self.out.push(LedgerCommand::AppendResult {
                 client,
                 result: Ok(receipt),
             });
@@ -474,7 +474,7 @@ impl LedgerCore {
         if let Some(&big) = body_lens.iter().find(|l| **l as u64 > max) {
             return reject(
                 self,
-                AppendError::TooLarge {
+                LedgerAppendError::TooLarge {
                     body_len: big as u64,
                     max,
                 },
@@ -500,7 +500,7 @@ impl LedgerCore {
         self.end_term = self.term;
         self.wrote_this_step = true;
         let last_index = self.end_index;
-        self.out.push(Command::AppendAsLeader {
+        self.out.push(LedgerCommand::AppendAsLeader {
             client: Some(client),
             term: self.term,
             entries,
@@ -531,9 +531,9 @@ impl LedgerCore {
             .collect();
         for k in expired {
             if let Some(w) = ls.waiters.remove(&k) {
-                self.out.push(Command::AppendResult {
+                self.out.push(LedgerCommand::AppendResult {
                     client: w.client,
-                    result: Err(AppendError::Timeout),
+                    result: Err(LedgerAppendError::Timeout),
                 });
             }
         }
@@ -653,7 +653,9 @@ impl LedgerCore {
         result: Result<(), TransferError>,
     ) {
         match requester {
-            Requester::Local(client) => self.out.push(Command::TransferResult { client, result }),
+            Requester::Local(client) => self
+                .out
+                .push(LedgerCommand::TransferResult { client, result }),
             Requester::Rpc { to, id } => {
                 let code = match &result {
                     Ok(()) => ResponseCode::Success,

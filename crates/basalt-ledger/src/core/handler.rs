@@ -37,7 +37,7 @@ use crate::protocol::{
     NodeId, PushRequest, PushResponse, PushType, RequestId, Response, ResponseCode,
 };
 
-use super::{Command, CoreTimings, LedgerCore, LogRead, Role};
+use super::{CoreTimings, LedgerCommand, LedgerCore, LogRead, Role};
 
 #[derive(Debug, Clone)]
 pub(crate) struct WaitingPush {
@@ -317,7 +317,7 @@ impl LedgerCore {
         if c > self.committed_index {
             self.committed_index = c;
             self.out
-                .push(Command::CommitAdvanced { committed_index: c });
+                .push(LedgerCommand::CommitAdvanced { committed_index: c });
         }
     }
 
@@ -396,7 +396,7 @@ impl LedgerCore {
                     log.term_at(keep).unwrap_or(-1)
                 };
                 self.wrote_this_step = true;
-                self.out.push(Command::Truncate {
+                self.out.push(LedgerCommand::Truncate {
                     next_index: keep + 1,
                     next_pos: keep_end_pos,
                 });
@@ -429,7 +429,7 @@ impl LedgerCore {
             _ => (e.pos(), -1),
         };
         self.wrote_this_step = true;
-        self.out.push(Command::Truncate {
+        self.out.push(LedgerCommand::Truncate {
             next_index: i,
             next_pos,
         });
@@ -450,7 +450,7 @@ impl LedgerCore {
     fn start_barrier(&mut self, then: Option<(Entry, NodeId, RequestId, i64)>) {
         self.handler.barrier = Some(super::handler::Barrier { then });
         self.sync_in_flight = Some(self.end_index);
-        self.out.push(Command::Sync {
+        self.out.push(LedgerCommand::Sync {
             through: self.end_index,
         });
     }
@@ -469,7 +469,7 @@ impl LedgerCore {
                 self.handler.matched = index;
                 self.wrote_this_step = true;
                 self.out
-                    .push(Command::AppendAsFollower { entries: vec![e] });
+                    .push(LedgerCommand::AppendAsFollower { entries: vec![e] });
                 let resp = PushResponse {
                     term: self.term,
                     code: ResponseCode::Success,
@@ -539,7 +539,7 @@ impl LedgerCore {
         self.end_pos = end_pos;
         self.handler.matched = last;
         self.wrote_this_step = true;
-        self.out.push(Command::AppendAsFollower {
+        self.out.push(LedgerCommand::AppendAsFollower {
             entries: w.req.entries.clone(),
         });
         let resp = self.push_response(&w.req, ResponseCode::Success, log);

@@ -2,7 +2,7 @@
 //! state machine.
 //!
 //! [`LedgerCore::step`] takes one [`Event`] (a message, a tick, a completion of
-//! a command, a client request) and returns the [`Command`]s the runtime must
+//! a command, a client request) and returns the [`LedgerCommand`]s the runtime must
 //! execute, in order. The core owns no files, sockets, threads or clocks: time comes
 //! with each step (milliseconds from any origin), randomness from a seeded
 //! generator, and the log is read through [`LogRead`].
@@ -115,9 +115,9 @@ pub struct Placement {
     pub body_len: u32,
 }
 
-/// Why an append was not (or may not have been) committed.
+/// Why a ledger append was not (or may not have been) committed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AppendError {
+pub enum LedgerAppendError {
     /// Not written: this member is not the leader. Safe to retry at `leader_id`.
     #[error("not leader (leader: {leader_id:?})")]
     NotLeader { leader_id: Option<NodeId> },
@@ -191,9 +191,9 @@ pub enum Event {
     StorageFailed { reason: String },
 }
 
-/// Outputs of the core, executed in order by the runtime.
+/// Outputs of the ledger core; the runtime executes them in the order given.
 #[derive(Debug, Clone)]
-pub enum Command {
+pub enum LedgerCommand {
     /// Send a message.
     Send(Envelope),
     /// Append entries as leader at these exact positions; the runtime supplies the
@@ -219,7 +219,7 @@ pub enum Command {
     /// Answer to `ClientAppend`.
     AppendResult {
         client: ClientId,
-        result: Result<AppendReceipt, AppendError>,
+        result: Result<AppendReceipt, LedgerAppendError>,
     },
     /// Answer to `TransferLeadership`.
     TransferResult {
@@ -346,7 +346,7 @@ pub struct LedgerCore {
     pub(crate) handler: EntryHandler,
     pub(crate) next_request_id: RequestId,
 
-    pub(crate) out: Vec<Command>,
+    pub(crate) out: Vec<LedgerCommand>,
     /// This step appended or truncated: `LogRead` is behind the mirror until the
     /// next step, so nothing may read the log tail before then.
     pub(crate) wrote_this_step: bool,
@@ -597,7 +597,7 @@ impl LedgerCore {
     // ---- the step ---------------------------------------------------------------
 
     /// Handles one event at time `now` and returns the commands to execute.
-    pub fn step(&mut self, now: u64, event: Event, log: &dyn LogRead) -> Vec<Command> {
+    pub fn step(&mut self, now: u64, event: Event, log: &dyn LogRead) -> Vec<LedgerCommand> {
         // Time never runs backwards inside the core, whatever the clock does.
         self.now = self.now.max(now);
         self.wrote_this_step = false;
@@ -713,7 +713,7 @@ impl LedgerCore {
         if self.persisted_version < self.blocking_version || !self.held.is_empty() {
             self.held.push((self.blocking_version, env));
         } else {
-            self.out.push(Command::Send(env));
+            self.out.push(LedgerCommand::Send(env));
         }
     }
 
@@ -727,7 +727,7 @@ impl LedgerCore {
         for (v, env) in std::mem::take(&mut self.held) {
             // Keep order: once one message must wait, all later ones wait too.
             if releasing && v <= persisted {
-                self.out.push(Command::Send(env));
+                self.out.push(LedgerCommand::Send(env));
             } else {
                 releasing = false;
                 keep.push((v, env));
@@ -763,7 +763,7 @@ impl LedgerCore {
         }
         let version = self.state_version;
         self.persist_in_flight = Some(version);
-        self.out.push(Command::PersistHardState {
+        self.out.push(LedgerCommand::PersistHardState {
             version,
             state: HardState {
                 term: self.term,
@@ -794,7 +794,7 @@ impl LedgerCore {
             return;
         }
         self.sync_in_flight = Some(self.end_index);
-        self.out.push(Command::Sync {
+        self.out.push(LedgerCommand::Sync {
             through: self.end_index,
         });
     }

@@ -14,7 +14,7 @@
 use crate::protocol::{Envelope, NodeId, Rpc};
 
 use super::dispatcher::DispatchCtx;
-use super::{AppendReceipt, Command, EntryDispatcher, LedgerCore, LogRead, Role};
+use super::{AppendReceipt, EntryDispatcher, LedgerCommand, LedgerCore, LogRead, Role};
 
 impl LedgerCore {
     /// Runs `f` on the dispatcher of `peer` with a context over the core's state,
@@ -91,7 +91,7 @@ impl LedgerCore {
             return;
         }
         self.committed_index = quorum_index;
-        self.out.push(Command::CommitAdvanced {
+        self.out.push(LedgerCommand::CommitAdvanced {
             committed_index: quorum_index,
         });
         let term = self.term;
@@ -101,7 +101,7 @@ impl LedgerCore {
         let rest = ls.waiters.split_off(&(quorum_index + 1));
         let done = std::mem::replace(&mut ls.waiters, rest);
         for (last_index, w) in done {
-            self.out.push(Command::AppendResult {
+            self.out.push(LedgerCommand::AppendResult {
                 client: w.client,
                 result: Ok(AppendReceipt {
                     term,

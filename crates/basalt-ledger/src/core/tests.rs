@@ -125,16 +125,16 @@ fn push_resp(from: usize, to: usize, rid: u64, resp: PushResponse) -> Event {
     )
 }
 
-fn sends(cmds: &[Command]) -> Vec<&Envelope> {
+fn sends(cmds: &[LedgerCommand]) -> Vec<&Envelope> {
     cmds.iter()
         .filter_map(|c| match c {
-            Command::Send(e) => Some(e),
+            LedgerCommand::Send(e) => Some(e),
             _ => None,
         })
         .collect()
 }
 
-fn push_requests(cmds: &[Command]) -> Vec<(NodeId, u64, PushRequest)> {
+fn push_requests(cmds: &[LedgerCommand]) -> Vec<(NodeId, u64, PushRequest)> {
     sends(cmds)
         .into_iter()
         .filter_map(|e| match &e.rpc {
@@ -147,7 +147,7 @@ fn push_requests(cmds: &[Command]) -> Vec<(NodeId, u64, PushRequest)> {
         .collect()
 }
 
-fn push_responses(cmds: &[Command]) -> Vec<(u64, PushResponse)> {
+fn push_responses(cmds: &[LedgerCommand]) -> Vec<(u64, PushResponse)> {
     sends(cmds)
         .into_iter()
         .filter_map(|e| match &e.rpc {
@@ -161,10 +161,10 @@ fn push_responses(cmds: &[Command]) -> Vec<(u64, PushResponse)> {
 }
 
 /// Executes the log commands of a step against `log` (what a runtime does).
-fn apply(log: &mut MemLog, cmds: &[Command], bodies: &mut BTreeMap<ClientId, Vec<Bytes>>) {
+fn apply(log: &mut MemLog, cmds: &[LedgerCommand], bodies: &mut BTreeMap<ClientId, Vec<Bytes>>) {
     for c in cmds {
         match c {
-            Command::AppendAsLeader {
+            LedgerCommand::AppendAsLeader {
                 client,
                 term,
                 entries,
@@ -180,8 +180,8 @@ fn apply(log: &mut MemLog, cmds: &[Command], bodies: &mut BTreeMap<ClientId, Vec
                     .collect();
                 log.append(&built).unwrap();
             }
-            Command::AppendAsFollower { entries } => log.append(entries).unwrap(),
-            Command::Truncate {
+            LedgerCommand::AppendAsFollower { entries } => log.append(entries).unwrap(),
+            LedgerCommand::Truncate {
                 next_index,
                 next_pos,
             } => {
@@ -194,16 +194,16 @@ fn apply(log: &mut MemLog, cmds: &[Command], bodies: &mut BTreeMap<ClientId, Vec
 
 /// Steps `core` with `ev`, applies the log commands, and completes the `Written`
 /// follow-up; returns all commands.
-fn step(core: &mut LedgerCore, log: &mut MemLog, now: u64, ev: Event) -> Vec<Command> {
+fn step(core: &mut LedgerCore, log: &mut MemLog, now: u64, ev: Event) -> Vec<LedgerCommand> {
     let mut bodies = BTreeMap::new();
     let mut cmds = core.step(now, ev, log);
     apply(log, &cmds, &mut bodies);
     if cmds.iter().any(|c| {
         matches!(
             c,
-            Command::AppendAsLeader { .. }
-                | Command::AppendAsFollower { .. }
-                | Command::Truncate { .. }
+            LedgerCommand::AppendAsLeader { .. }
+                | LedgerCommand::AppendAsFollower { .. }
+                | LedgerCommand::Truncate { .. }
         )
     }) {
         let more = core.step(now, Event::Written, log);
@@ -214,9 +214,14 @@ fn step(core: &mut LedgerCore, log: &mut MemLog, now: u64, ev: Event) -> Vec<Com
 }
 
 /// Completes a sync the way the runtime would.
-fn synced(core: &mut LedgerCore, log: &mut MemLog, now: u64, cmds: &[Command]) -> Vec<Command> {
+fn synced(
+    core: &mut LedgerCore,
+    log: &mut MemLog,
+    now: u64,
+    cmds: &[LedgerCommand],
+) -> Vec<LedgerCommand> {
     let through = cmds.iter().rev().find_map(|c| match c {
-        Command::Sync { through } => Some(*through),
+        LedgerCommand::Sync { through } => Some(*through),
         _ => None,
     });
     match through {
@@ -228,9 +233,14 @@ fn synced(core: &mut LedgerCore, log: &mut MemLog, now: u64, cmds: &[Command]) -
     }
 }
 
-fn persisted(core: &mut LedgerCore, log: &mut MemLog, now: u64, cmds: &[Command]) -> Vec<Command> {
+fn persisted(
+    core: &mut LedgerCore,
+    log: &mut MemLog,
+    now: u64,
+    cmds: &[LedgerCommand],
+) -> Vec<LedgerCommand> {
     let version = cmds.iter().rev().find_map(|c| match c {
-        Command::PersistHardState { version, .. } => Some(*version),
+        LedgerCommand::PersistHardState { version, .. } => Some(*version),
         _ => None,
     });
     match version {
@@ -263,7 +273,7 @@ fn follower(me: usize, term: i64, log: &mut MemLog) -> LedgerCore {
 
 /// Makes n0 (of 3) leader of term `term` over `log`; returns it with the commands
 /// of its first leader step.
-fn leader(term: i64, log: &mut MemLog) -> (LedgerCore, Vec<Command>) {
+fn leader(term: i64, log: &mut MemLog) -> (LedgerCore, Vec<LedgerCommand>) {
     let mut c = core(3, 0, term - 1, log);
     let mut now = 0;
     // Election timeout → pre-vote.
@@ -297,7 +307,7 @@ fn leader(term: i64, log: &mut MemLog) -> (LedgerCore, Vec<Command>) {
     (c, cmds)
 }
 
-fn vote_requests(cmds: &[Command]) -> Vec<(u64, VoteRequest)> {
+fn vote_requests(cmds: &[LedgerCommand]) -> Vec<(u64, VoteRequest)> {
     sends(cmds)
         .into_iter()
         .filter_map(|e| match &e.rpc {
@@ -358,7 +368,7 @@ fn vote_is_answered_only_after_it_is_durable() {
         "no answer before the vote is durable"
     );
     let persist = cmds.iter().find_map(|c| match c {
-        Command::PersistHardState { state, .. } => Some(state.clone()),
+        LedgerCommand::PersistHardState { state, .. } => Some(state.clone()),
         _ => None,
     });
     assert_eq!(
@@ -406,7 +416,7 @@ fn vote_refused_to_a_less_up_to_date_log_and_twice_per_term() {
             },
         )
     };
-    let result = |cmds: &[Command]| {
+    let result = |cmds: &[LedgerCommand]| {
         sends(cmds).iter().find_map(|e| match &e.rpc {
             Rpc::Response {
                 body: Response::Vote(v),
@@ -453,7 +463,7 @@ fn pre_vote_changes_nothing_and_is_refused_while_a_leader_is_alive() {
     assert!(
         !cmds
             .iter()
-            .any(|c| matches!(c, Command::PersistHardState { .. }))
+            .any(|c| matches!(c, LedgerCommand::PersistHardState { .. }))
     );
     assert!(sends(&cmds).iter().any(|e| matches!(
         &e.rpc,
@@ -472,7 +482,7 @@ fn pre_vote_changes_nothing_and_is_refused_while_a_leader_is_alive() {
     assert!(
         !cmds
             .iter()
-            .any(|c| matches!(c, Command::PersistHardState { .. }))
+            .any(|c| matches!(c, LedgerCommand::PersistHardState { .. }))
     );
     assert!(sends(&cmds).iter().any(|e| matches!(
         &e.rpc,
@@ -511,7 +521,7 @@ fn new_leader_appends_a_noop_and_heartbeats() {
     let (c, cmds) = leader(2, &mut log);
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendAsLeader { client: None, term: 2, entries } if entries.len() == 1 && entries[0].kind == EntryKind::Noop && entries[0].index == 2
+        LedgerCommand::AppendAsLeader { client: None, term: 2, entries } if entries.len() == 1 && entries[0].kind == EntryKind::Noop && entries[0].index == 2
     )));
     let hb = sends(&cmds)
         .iter()
@@ -721,7 +731,7 @@ fn dispatcher_pipelines_resends_and_recompares() {
 fn dispatcher_sends_commit_when_idle() {
     let (mut c, mut log, rid, _) = leader_comparing(&[1]);
     let _ = step(&mut c, &mut log, 402, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
-    let commits_to_n1 = |cmds: &[Command]| {
+    let commits_to_n1 = |cmds: &[LedgerCommand]| {
         push_requests(cmds)
             .into_iter()
             .filter(|(to, _, r)| *to == id(1) && r.push_type == PushType::Commit)
@@ -757,7 +767,7 @@ fn commit_needs_a_current_term_entry_and_answers_waiters() {
     assert!(
         !cmds
             .iter()
-            .any(|c| matches!(c, Command::CommitAdvanced { .. }))
+            .any(|c| matches!(c, LedgerCommand::CommitAdvanced { .. }))
     );
     let (_, rid2, _) = push_requests(&cmds).pop().unwrap();
     let cmds = step(&mut c, &mut log, 404, push_resp(1, 0, rid2, ok(1, 1, 2, 1)));
@@ -780,13 +790,13 @@ fn commit_needs_a_current_term_entry_and_answers_waiters() {
     let cmds = step(&mut c, &mut log, 406, push_resp(1, 0, rid3, ok(2, 1, 2, 2)));
     assert!(
         cmds.iter()
-            .any(|c| matches!(c, Command::CommitAdvanced { committed_index: 2 }))
+            .any(|c| matches!(c, LedgerCommand::CommitAdvanced { committed_index: 2 }))
     );
     assert!(c.leader_ready());
     assert!(
         !cmds
             .iter()
-            .any(|c| matches!(c, Command::AppendResult { .. }))
+            .any(|c| matches!(c, LedgerCommand::AppendResult { .. }))
     );
     // The client entry (3) is not durable on the leader yet: no commit.
     let rid4 = push_requests(&cmds)
@@ -808,14 +818,14 @@ fn commit_needs_a_current_term_entry_and_answers_waiters() {
     assert!(
         !cmds
             .iter()
-            .any(|c| matches!(c, Command::AppendResult { .. })),
+            .any(|c| matches!(c, LedgerCommand::AppendResult { .. })),
         "leader's own fsync pending"
     );
     log.synced(3);
     let cmds = step(&mut c, &mut log, 408, Event::Synced { through: 3 });
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendResult {
+        LedgerCommand::AppendResult {
             client: 7,
             result: Ok(AppendReceipt {
                 first_index: 3,
@@ -869,9 +879,9 @@ fn waiting_append_times_out_and_step_down_abandons_the_rest() {
     let cmds = step(&mut c, &mut log, 1411, Event::Tick);
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendResult {
+        LedgerCommand::AppendResult {
             client: 1,
-            result: Err(AppendError::Timeout)
+            result: Err(LedgerAppendError::Timeout)
         }
     )));
     // A higher term seen: the other waiter learns leadership was lost.
@@ -883,9 +893,9 @@ fn waiting_append_times_out_and_step_down_abandons_the_rest() {
     );
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendResult {
+        LedgerCommand::AppendResult {
             client: 2,
-            result: Err(AppendError::LeadershipLost)
+            result: Err(LedgerAppendError::LeadershipLost)
         }
     )));
     assert_eq!(c.role(), Role::Follower);
@@ -907,7 +917,7 @@ fn appends_are_refused_by_followers_and_during_transfer() {
     );
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendResult { client: 3, result: Err(AppendError::NotLeader { leader_id: Some(l) }) } if *l == id(0)
+        LedgerCommand::AppendResult { client: 3, result: Err(LedgerAppendError::NotLeader { leader_id: Some(l) }) } if *l == id(0)
     )));
     let (mut c, mut log, _, _) = leader_comparing(&[1]);
     let _ = step(
@@ -931,9 +941,9 @@ fn appends_are_refused_by_followers_and_during_transfer() {
     );
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendResult {
+        LedgerCommand::AppendResult {
             client: 4,
-            result: Err(AppendError::Transferring)
+            result: Err(LedgerAppendError::Transferring)
         }
     )));
 }
@@ -990,7 +1000,7 @@ fn transfer_tells_an_up_to_date_transferee_to_elect_itself() {
     let cmds = step(&mut c, &mut log, 405, vote);
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::TransferResult {
+        LedgerCommand::TransferResult {
             client: 9,
             result: Ok(())
         }
@@ -1045,7 +1055,7 @@ fn handler_appends_in_order_and_answers_after_fsync() {
     assert!(
         !cmds
             .iter()
-            .any(|c| matches!(c, Command::AppendAsFollower { .. }))
+            .any(|c| matches!(c, LedgerCommand::AppendAsFollower { .. }))
     );
     // Index 0 arrives: both are written, one sync covers them, no answer yet.
     let cmds = step(
@@ -1057,7 +1067,7 @@ fn handler_appends_in_order_and_answers_after_fsync() {
     let appended: Vec<i64> = cmds
         .iter()
         .filter_map(|c| match c {
-            Command::AppendAsFollower { entries } => Some(entries[0].index()),
+            LedgerCommand::AppendAsFollower { entries } => Some(entries[0].index()),
             _ => None,
         })
         .collect();
@@ -1068,7 +1078,7 @@ fn handler_appends_in_order_and_answers_after_fsync() {
     );
     assert!(
         cmds.iter()
-            .any(|c| matches!(c, Command::Sync { through: 1 }))
+            .any(|c| matches!(c, LedgerCommand::Sync { through: 1 }))
     );
     // The sync completes: both answered, and the leader's commit index (0) applies.
     let cmds = synced(&mut f, &mut log, 22, &cmds);
@@ -1082,7 +1092,7 @@ fn handler_appends_in_order_and_answers_after_fsync() {
     );
     assert!(
         cmds.iter()
-            .any(|c| matches!(c, Command::CommitAdvanced { committed_index: 0 }))
+            .any(|c| matches!(c, LedgerCommand::CommitAdvanced { committed_index: 0 }))
     );
 }
 
@@ -1189,11 +1199,11 @@ fn handler_compare_and_truncate_barrier() {
     );
     assert!(
         cmds.iter()
-            .any(|c| matches!(c, Command::Truncate { next_index: 2, .. }))
+            .any(|c| matches!(c, LedgerCommand::Truncate { next_index: 2, .. }))
     );
     assert!(
         cmds.iter()
-            .any(|c| matches!(c, Command::Sync { through: 1 }))
+            .any(|c| matches!(c, LedgerCommand::Sync { through: 1 }))
     );
     // Entry 1 was durable already: the answer may go at once.
     assert_eq!(push_responses(&cmds), vec![(22, ok(1, 1, 2, 1))]);
@@ -1208,13 +1218,12 @@ fn handler_compare_and_truncate_barrier() {
     assert!(
         !cmds2
             .iter()
-            .any(|c| matches!(c, Command::AppendAsFollower { .. }))
+            .any(|c| matches!(c, LedgerCommand::AppendAsFollower { .. }))
     );
     let cmds = synced(&mut f, &mut log, 24, &cmds);
-    assert!(
-        cmds.iter()
-            .any(|c| matches!(c, Command::AppendAsFollower { entries } if entries[0].index() == 2))
-    );
+    assert!(cmds.iter().any(
+        |c| matches!(c, LedgerCommand::AppendAsFollower { entries } if entries[0].index() == 2)
+    ));
     // The leader's commit index (1) applies: it is matched and durable.
     assert_eq!(f.committed_index(), 1);
 }
@@ -1234,7 +1243,11 @@ fn handler_refuses_a_truncate_decided_on_stale_information() {
         20,
         push(0, 1, 30, 2, PushType::Truncate, -1, vec![le(0), le(1)]),
     );
-    assert!(!cmds.iter().any(|c| matches!(c, Command::Truncate { .. })));
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, LedgerCommand::Truncate { .. }))
+    );
     assert_eq!(
         push_responses(&cmds)[0].1.code,
         ResponseCode::InconsistentState
@@ -1350,9 +1363,9 @@ fn oversized_appends_are_refused_before_anything_is_written() {
     );
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendResult {
+        LedgerCommand::AppendResult {
             client: 5,
-            result: Err(AppendError::TooLarge {
+            result: Err(LedgerAppendError::TooLarge {
                 body_len: 4041,
                 max: 4040
             })
@@ -1361,7 +1374,7 @@ fn oversized_appends_are_refused_before_anything_is_written() {
     assert!(
         !cmds
             .iter()
-            .any(|c| matches!(c, Command::AppendAsLeader { .. }))
+            .any(|c| matches!(c, LedgerCommand::AppendAsLeader { .. }))
     );
     assert_eq!(c.end_index(), end);
 }
@@ -1383,7 +1396,7 @@ fn no_campaign_while_a_truncation_is_not_durable() {
     );
     assert!(
         cmds.iter()
-            .any(|c| matches!(c, Command::Truncate { next_index: 1, .. }))
+            .any(|c| matches!(c, LedgerCommand::Truncate { next_index: 1, .. }))
     );
     // The leader goes silent; the election timeout passes while the barrier sync
     // is still running: no campaign (a leader would append its no-op).
@@ -1410,7 +1423,7 @@ fn storage_failure_poisons_the_member() {
     );
     assert!(c.is_poisoned());
     assert_eq!(c.role(), Role::Follower, "a poisoned leader steps down");
-    assert!(!cmds.iter().any(|c| matches!(c, Command::Sync { .. })));
+    assert!(!cmds.iter().any(|c| matches!(c, LedgerCommand::Sync { .. })));
     let cmds = step(
         &mut c,
         &mut log,
@@ -1422,9 +1435,9 @@ fn storage_failure_poisons_the_member() {
     );
     assert!(cmds.iter().any(|c| matches!(
         c,
-        Command::AppendResult {
+        LedgerCommand::AppendResult {
             client: 1,
-            result: Err(AppendError::Poisoned)
+            result: Err(LedgerAppendError::Poisoned)
         }
     )));
     // It never campaigns again, and refuses pushes with DISK_ERROR.

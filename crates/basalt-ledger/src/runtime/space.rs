@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::{IoJob, Runtime};
 use crate::core::{Event, HardState, LogRead, Role};
 use crate::protocol::{Envelope, PushType, Request, Rpc};
-use crate::store::StoreError;
+use crate::store::LedgerStoreError;
 
 impl Runtime {
     /// Room for a leader's append of these bodies: the files it writes are made
@@ -67,7 +67,7 @@ impl Runtime {
 
     /// A term/vote write failed for lack of space: the old file stands, votes and
     /// messages wait for this one, which is written again in a second.
-    pub(super) fn persist_later(&mut self, e: StoreError, version: u64, state: HardState) {
+    pub(super) fn persist_later(&mut self, e: LedgerStoreError, version: u64, state: HardState) {
         tracing::warn!(member = %self.config.self_id, error = %e,
             "disk full: the term/vote file is written again in 1 s");
         self.persist_retry = Some((Instant::now() + Duration::from_secs(1), version, state));
@@ -75,7 +75,7 @@ impl Runtime {
 
     /// A checkpoint write failed for lack of space: the old one stands (it claims
     /// less, which is safe); the next is tried at the next interval.
-    pub(super) fn checkpoint_later(&mut self, e: StoreError) {
+    pub(super) fn checkpoint_later(&mut self, e: LedgerStoreError) {
         tracing::warn!(member = %self.config.self_id, error = %e,
             "disk full: the ledger checkpoint keeps its last content");
         self.checkpointed = (i64::MIN, i64::MIN);
@@ -87,7 +87,9 @@ impl Runtime {
             if Instant::now() < at {
                 self.persist_retry = Some((at, version, state));
             } else if !self.submit(IoJob::Persist { version, state }) {
-                self.storage_failed(StoreError::Invalid("ledger I/O thread is gone".into()));
+                self.storage_failed(LedgerStoreError::Invalid(
+                    "ledger I/O thread is gone".into(),
+                ));
             }
         }
     }

@@ -101,7 +101,7 @@ impl MemLog {
         Ok(())
     }
 
-    /// Drops entries from `next_index` on (see `Command::Truncate`). Returns the
+    /// Drops entries from `next_index` on (see `LedgerCommand::Truncate`). Returns the
     /// entries removed.
     pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Vec<Entry> {
         let durable_before = self.durable_len;

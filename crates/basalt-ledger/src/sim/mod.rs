@@ -32,8 +32,8 @@ use bytes::Bytes;
 
 use crate::config::{AckMode, LedgerConfig};
 use crate::core::{
-    AppendError, ClientId, Command, CoreInit, Event, HardState, LedgerCore, LogRead, Role,
-    SplitMix64,
+    ClientId, CoreInit, Event, HardState, LedgerAppendError, LedgerCommand, LedgerCore, LogRead,
+    Role, SplitMix64,
 };
 use crate::entry::{Entry, EntryKind};
 use crate::protocol::{Envelope, NodeId};
@@ -559,14 +559,14 @@ impl Sim {
         Ok(())
     }
 
-    fn execute(&mut self, i: usize, cmd: Command) -> Result<bool, String> {
+    fn execute(&mut self, i: usize, cmd: LedgerCommand) -> Result<bool, String> {
         let now_us = self.now_us;
         match cmd {
-            Command::Send(env) => {
+            LedgerCommand::Send(env) => {
                 self.send(env);
                 Ok(false)
             }
-            Command::AppendAsLeader {
+            LedgerCommand::AppendAsLeader {
                 client,
                 term,
                 entries,
@@ -596,7 +596,7 @@ impl Sim {
                     .map_err(|e| format!("{}: leader append: {e}", self.nodes[i].id))?;
                 Ok(true)
             }
-            Command::AppendAsFollower { entries } => {
+            LedgerCommand::AppendAsFollower { entries } => {
                 self.check_write(i, &entries)?;
                 self.nodes[i]
                     .log
@@ -604,7 +604,7 @@ impl Sim {
                     .map_err(|e| format!("{}: follower append: {e}", self.nodes[i].id))?;
                 Ok(true)
             }
-            Command::Truncate {
+            LedgerCommand::Truncate {
                 next_index,
                 next_pos,
             } => {
@@ -623,7 +623,7 @@ impl Sim {
                 self.check_acked_from(next_index)?;
                 Ok(true)
             }
-            Command::Sync { through } => {
+            LedgerCommand::Sync { through } => {
                 self.nodes[i].sync_outstanding = true;
                 let delay = self.rng.range(50, 2_000);
                 let epoch = self.nodes[i].epoch;
@@ -637,7 +637,7 @@ impl Sim {
                 );
                 Ok(false)
             }
-            Command::PersistHardState { version, state } => {
+            LedgerCommand::PersistHardState { version, state } => {
                 self.nodes[i].pending_persist = Some(state.clone());
                 let delay = self.rng.range(50, 2_000);
                 let epoch = self.nodes[i].epoch;
@@ -652,18 +652,18 @@ impl Sim {
                 );
                 Ok(false)
             }
-            Command::CommitAdvanced { committed_index } => {
+            LedgerCommand::CommitAdvanced { committed_index } => {
                 self.on_commit(i, committed_index)?;
                 if self.rng.range(0, 4) == 0 {
                     self.nodes[i].checkpoint_committed = committed_index;
                 }
                 Ok(false)
             }
-            Command::AppendResult { client, result } => {
+            LedgerCommand::AppendResult { client, result } => {
                 self.on_append_result(i, client, result)?;
                 Ok(false)
             }
-            Command::TransferResult { .. } => Ok(false),
+            LedgerCommand::TransferResult { .. } => Ok(false),
         }
     }
 
@@ -740,7 +740,7 @@ impl Sim {
         &mut self,
         i: usize,
         client: ClientId,
-        result: Result<crate::core::AppendReceipt, AppendError>,
+        result: Result<crate::core::AppendReceipt, LedgerAppendError>,
     ) -> Result<(), String> {
         self.nodes[i].bodies.remove(&client);
         let Some((_, bodies)) = self.outstanding.remove(&client) else {

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-/// Why a store operation failed. I/O and corruption errors name the file and,
-/// where it applies, the byte offset.
+/// Why a ledger store operation failed. I/O and corruption errors name the file
+/// and, where it applies, the byte offset.
 #[derive(Debug, Error)]
-pub enum StoreError {
+pub enum LedgerStoreError {
     #[error("{op} {path:?}: {source}")]
     Io {
         path: PathBuf,
@@ -27,20 +27,20 @@ pub enum StoreError {
     Invalid(String),
 }
 
-impl StoreError {
+impl LedgerStoreError {
     /// Whether the disk (or the quota) is full: nothing was written, and the same
     /// operation succeeds once space is freed. Not a reason to poison the store.
     pub fn is_no_space(&self) -> bool {
         matches!(
             self,
-            StoreError::Io { source, .. }
+            LedgerStoreError::Io { source, .. }
                 if matches!(source.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
         )
     }
 }
 
-pub(crate) fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> StoreError {
-    StoreError::Io {
+pub(crate) fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> LedgerStoreError {
+    LedgerStoreError::Io {
         path: path.to_path_buf(),
         op,
         source,

@@ -1,6 +1,7 @@
-//! Memory-mapped files and lists of them (DLedger's `MmapFile` / `MmapFileList`).
+//! The ledger's memory-mapped segments ([`LedgerSegment`]) and lists of them
+//! (DLedger's `MmapFile` / `MmapFileList`).
 //!
-//! A [`MappedFileList`] is a directory of equally sized files named by the global
+//! A [`LedgerSegmentList`] is a directory of equally sized files named by the global
 //! byte offset of their first byte (20 digits), contiguous: file `k + 1` starts
 //! where file `k` ends.
 //!
@@ -19,9 +20,9 @@
 //! on a full disk the kernel would have no block for the page and the write would
 //! kill the process with SIGBUS. New files get their blocks when created
 //! (`fallocate`; a file that cannot get them is removed again and the creation
-//! fails with an error that [`StoreError::is_no_space`] recognises); files found
+//! fails with an error that [`LedgerStoreError::is_no_space`] recognises); files found
 //! on disk, and ranges punched by a cut, are reserved again by
-//! [`MappedFile::ensure_reserved`] before the writer writes there.
+//! [`LedgerSegment::ensure_reserved`] before the writer writes there.
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -30,10 +31,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
-use super::error::{StoreError, io_err};
+use super::error::{LedgerStoreError, io_err};
 
-/// One mapped file. See the module documentation for the concurrency contract.
-pub struct MappedFile {
+/// One mapped data or index file of the ledger (a segment of the log). Owns the
+/// file and its mapping; bytes below what the writer has published are never
+/// rewritten. See the module documentation for the concurrency contract.
+pub struct LedgerSegment {
     path: PathBuf,
     start: i64,
     size: i64,
@@ -45,12 +48,12 @@ pub struct MappedFile {
 
 // The raw mapping is shared between the writer and readers under the contract in
 // the module documentation.
-unsafe impl Send for MappedFile {}
-unsafe impl Sync for MappedFile {}
+unsafe impl Send for LedgerSegment {}
+unsafe impl Sync for LedgerSegment {}
 
-impl std::fmt::Debug for MappedFile {
+impl std::fmt::Debug for LedgerSegment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MappedFile")
+        f.debug_struct("LedgerSegment")
             .field("path", &self.path)
             .field("start", &self.start)
             .finish()
@@ -62,11 +65,11 @@ pub fn file_name(dir: &Path, start: i64) -> PathBuf {
     dir.join(format!("{start:020}"))
 }
 
-impl MappedFile {
+impl LedgerSegment {
     /// Opens (creating or extending to `size` if needed) and maps a file. A file it
     /// creates gets its blocks allocated first; on a full disk it is removed again
-    /// and the error says so ([`StoreError::is_no_space`]).
-    pub fn open(dir: &Path, start: i64, size: i64) -> Result<MappedFile, StoreError> {
+    /// and the error says so ([`LedgerStoreError::is_no_space`]).
+    pub fn open(dir: &Path, start: i64, size: i64) -> Result<LedgerSegment, LedgerStoreError> {
         let path = file_name(dir, start);
         let mut options = OpenOptions::new();
         options.read(true).write(true);
@@ -81,7 +84,7 @@ impl MappedFile {
         let sized = (|| {
             let len = file.metadata().map_err(|e| io_err(&path, "stat", e))?.len();
             if len > size as u64 {
-                return Err(StoreError::Corrupt {
+                return Err(LedgerStoreError::Corrupt {
                     path: path.clone(),
                     offset: size as u64,
                     reason: format!("file is {len} bytes, larger than the configured {size}"),
@@ -107,7 +110,7 @@ impl MappedFile {
             .len(size as usize)
             .map_raw(&file)
             .map_err(|e| io_err(&path, "mmap", e))?;
-        Ok(MappedFile {
+        Ok(LedgerSegment {
             path,
             start,
             size,
@@ -124,7 +127,7 @@ impl MappedFile {
 
     /// Allocates the file's blocks if that is not known to be done (a file found on
     /// disk, or one a cut punched holes into). Writer only, before it writes.
-    pub fn ensure_reserved(&self) -> Result<(), StoreError> {
+    pub fn ensure_reserved(&self) -> Result<(), LedgerStoreError> {
         if self.is_reserved() {
             return Ok(());
         }
@@ -203,7 +206,7 @@ impl MappedFile {
     /// Makes `[off, end of file)` read as zeros without writing every page: the
     /// range is deallocated (punched) where the file system allows it, zeroed
     /// otherwise. Writer only, unpublished range. Durable after [`Self::sync_all`].
-    pub fn clear_from(&self, off: usize) -> Result<(), StoreError> {
+    pub fn clear_from(&self, off: usize) -> Result<(), LedgerStoreError> {
         let len = self.size as usize - off.min(self.size as usize);
         if len == 0 {
             return Ok(());
@@ -260,7 +263,7 @@ impl MappedFile {
     }
 
     /// Makes `[off, off + len)` durable (msync).
-    pub fn sync_range(&self, off: usize, len: usize) -> Result<(), StoreError> {
+    pub fn sync_range(&self, off: usize, len: usize) -> Result<(), LedgerStoreError> {
         if len == 0 {
             return Ok(());
         }
@@ -270,7 +273,7 @@ impl MappedFile {
     }
 
     /// Makes the whole file and its length durable.
-    pub fn sync_all(&self) -> Result<(), StoreError> {
+    pub fn sync_all(&self) -> Result<(), LedgerStoreError> {
         self.map
             .flush()
             .map_err(|e| io_err(&self.path, "msync", e))?;
@@ -284,7 +287,7 @@ impl MappedFile {
 /// whatever they hold. Where the file system cannot, the range is written with
 /// zeros instead — only for a new file (`off == 0` of a file the caller created),
 /// since zeros would overwrite data.
-fn reserve(file: &File, path: &Path, off: i64, len: i64) -> Result<(), StoreError> {
+fn reserve(file: &File, path: &Path, off: i64, len: i64) -> Result<(), LedgerStoreError> {
     use std::os::fd::AsRawFd;
     if super::faults::disk_full(path) {
         return Err(io_err(
@@ -317,33 +320,34 @@ fn reserve(file: &File, path: &Path, off: i64, len: i64) -> Result<(), StoreErro
     }
 }
 
-/// A byte range of a mapped file that keeps the mapping alive; the owner behind
-/// zero-copy [`bytes::Bytes`].
-pub struct MappedSlice {
-    pub(crate) file: Arc<MappedFile>,
+/// A byte range of a [`LedgerSegment`] that keeps the mapping alive; the owner
+/// behind zero-copy [`bytes::Bytes`]. Only made for published (immutable) ranges.
+pub struct SegmentSlice {
+    pub(crate) file: Arc<LedgerSegment>,
     pub(crate) off: usize,
     pub(crate) len: usize,
 }
 
-impl AsRef<[u8]> for MappedSlice {
+impl AsRef<[u8]> for SegmentSlice {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: a `MappedSlice` is only made for published (immutable) ranges.
+        // SAFETY: a `SegmentSlice` is only made for published (immutable) ranges.
         unsafe { self.file.slice(self.off, self.len) }
     }
 }
 
-/// Contiguous equally sized mapped files in one directory.
+/// Contiguous equally sized [`LedgerSegment`]s in one directory. Owns the
+/// segments; keeps them gap-free, each named by its start offset.
 #[derive(Debug, Clone)]
-pub struct MappedFileList {
+pub struct LedgerSegmentList {
     dir: PathBuf,
     file_size: i64,
-    files: Vec<Arc<MappedFile>>,
+    files: Vec<Arc<LedgerSegment>>,
 }
 
-impl MappedFileList {
+impl LedgerSegmentList {
     /// Loads every file of `dir` (created if missing); checks names, sizes and
     /// contiguity.
-    pub fn load(dir: &Path, file_size: i64) -> Result<MappedFileList, StoreError> {
+    pub fn load(dir: &Path, file_size: i64) -> Result<LedgerSegmentList, LedgerStoreError> {
         fs::create_dir_all(dir).map_err(|e| io_err(dir, "create_dir_all", e))?;
         let mut starts = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| io_err(dir, "read_dir", e))? {
@@ -356,7 +360,7 @@ impl MappedFileList {
             let start: i64 = match (name.len(), name.parse()) {
                 (20, Ok(s)) => s,
                 _ => {
-                    return Err(StoreError::Corrupt {
+                    return Err(LedgerStoreError::Corrupt {
                         path: entry.path(),
                         offset: 0,
                         reason: "unexpected file name (want a 20-digit offset)".into(),
@@ -364,7 +368,7 @@ impl MappedFileList {
                 }
             };
             if start % file_size != 0 {
-                return Err(StoreError::Corrupt {
+                return Err(LedgerStoreError::Corrupt {
                     path: entry.path(),
                     offset: 0,
                     reason: format!(
@@ -377,7 +381,7 @@ impl MappedFileList {
         starts.sort_unstable();
         for w in starts.windows(2) {
             if w[1] != w[0] + file_size {
-                return Err(StoreError::Corrupt {
+                return Err(LedgerStoreError::Corrupt {
                     path: file_name(dir, w[1]),
                     offset: 0,
                     reason: format!("gap: previous file starts at {}", w[0]),
@@ -386,9 +390,9 @@ impl MappedFileList {
         }
         let mut files = Vec::with_capacity(starts.len());
         for s in starts {
-            files.push(Arc::new(MappedFile::open(dir, s, file_size)?));
+            files.push(Arc::new(LedgerSegment::open(dir, s, file_size)?));
         }
-        Ok(MappedFileList {
+        Ok(LedgerSegmentList {
             dir: dir.to_path_buf(),
             file_size,
             files,
@@ -403,7 +407,7 @@ impl MappedFileList {
         self.file_size
     }
 
-    pub fn files(&self) -> &[Arc<MappedFile>] {
+    pub fn files(&self) -> &[Arc<LedgerSegment>] {
         &self.files
     }
 
@@ -412,7 +416,7 @@ impl MappedFileList {
     }
 
     /// The file holding global offset `pos`.
-    pub fn find(&self, pos: i64) -> Option<&Arc<MappedFile>> {
+    pub fn find(&self, pos: i64) -> Option<&Arc<LedgerSegment>> {
         let first = self.files.first()?.start();
         if pos < first {
             return None;
@@ -423,11 +427,11 @@ impl MappedFileList {
 
     /// The file holding `pos`, creating files up to it. Returns whether files were
     /// created (the directory then needs a sync).
-    pub fn ensure(&mut self, pos: i64) -> Result<(Arc<MappedFile>, bool), StoreError> {
+    pub fn ensure(&mut self, pos: i64) -> Result<(Arc<LedgerSegment>, bool), LedgerStoreError> {
         let mut created = false;
         if self.files.is_empty() {
             let start = pos - pos % self.file_size;
-            self.files.push(Arc::new(MappedFile::open(
+            self.files.push(Arc::new(LedgerSegment::open(
                 &self.dir,
                 start,
                 self.file_size,
@@ -440,14 +444,17 @@ impl MappedFileList {
             }
             let next = self.files.last().map(|f| f.end()).unwrap_or(0);
             if pos < self.files[0].start() {
-                return Err(StoreError::Corrupt {
+                return Err(LedgerStoreError::Corrupt {
                     path: self.dir.clone(),
                     offset: pos as u64,
                     reason: format!("position {pos} is before the first file"),
                 });
             }
-            self.files
-                .push(Arc::new(MappedFile::open(&self.dir, next, self.file_size)?));
+            self.files.push(Arc::new(LedgerSegment::open(
+                &self.dir,
+                next,
+                self.file_size,
+            )?));
             created = true;
         }
     }
@@ -464,9 +471,9 @@ impl MappedFileList {
     }
 
     /// Clears everything from `pos` to the end of its file (see
-    /// [`MappedFile::clear_from`]) and deletes the files that start at or after
+    /// [`LedgerSegment::clear_from`]) and deletes the files that start at or after
     /// `pos`. Returns whether files were deleted.
-    pub fn cut(&mut self, pos: i64) -> Result<bool, StoreError> {
+    pub fn cut(&mut self, pos: i64) -> Result<bool, LedgerStoreError> {
         let mut deleted = false;
         while let Some(last) = self.files.last() {
             if last.start() < pos {
@@ -484,7 +491,7 @@ impl MappedFileList {
     }
 
     /// Deletes every file.
-    pub fn clear(&mut self) -> Result<(), StoreError> {
+    pub fn clear(&mut self) -> Result<(), LedgerStoreError> {
         for f in self.files.drain(..) {
             let path = f.path().to_path_buf();
             fs::remove_file(&path).map_err(|e| io_err(&path, "remove", e))?;
@@ -493,7 +500,7 @@ impl MappedFileList {
     }
 
     /// Deletes the first file.
-    pub fn remove_first(&mut self) -> Result<(), StoreError> {
+    pub fn remove_first(&mut self) -> Result<(), LedgerStoreError> {
         if !self.files.is_empty() {
             let f = self.files.remove(0);
             let path = f.path().to_path_buf();
@@ -503,7 +510,7 @@ impl MappedFileList {
     }
 
     /// The files overlapping `[from, to)` with the overlapping byte ranges.
-    pub fn ranges(&self, from: i64, to: i64) -> Vec<(Arc<MappedFile>, usize, usize)> {
+    pub fn ranges(&self, from: i64, to: i64) -> Vec<(Arc<LedgerSegment>, usize, usize)> {
         let mut out = Vec::new();
         for f in &self.files {
             let lo = from.max(f.start());
@@ -517,7 +524,7 @@ impl MappedFileList {
 }
 
 /// fsyncs a directory (after creating, renaming or deleting files in it).
-pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+pub fn sync_dir(dir: &Path) -> Result<(), LedgerStoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_err(dir, "fsync dir", e))

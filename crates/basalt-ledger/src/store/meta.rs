@@ -14,15 +14,16 @@ use std::path::Path;
 use crate::core::HardState;
 use crate::protocol::NodeId;
 
-use super::error::{StoreError, io_err};
+use super::error::{LedgerStoreError, io_err};
 use super::mapped::sync_dir;
 
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const TERM_FILE: &str = "currterm";
 
-/// Contents of the `checkpoint` file.
+/// Contents of the ledger's `checkpoint` file. Invariant kept by the store: it
+/// never claims more (`end_index`) than the log holds durably.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Checkpoint {
+pub struct LedgerCheckpoint {
     pub end_index: i64,
     pub committed_index: i64,
 }
@@ -48,7 +49,7 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
 
 /// Writes `contents` to `dir/name` atomically and durably. When it fails before
 /// the rename (a full disk), the old file stands and the temporary one is removed.
-pub fn replace_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), StoreError> {
+pub fn replace_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), LedgerStoreError> {
     let tmp = dir.join(format!("{name}.tmp"));
     let dst = dir.join(name);
     let written = (|| {
@@ -72,10 +73,10 @@ pub fn replace_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), Store
     sync_dir(dir)
 }
 
-fn read_properties(path: &Path) -> Result<Option<BTreeMap<String, String>>, StoreError> {
+fn read_properties(path: &Path) -> Result<Option<BTreeMap<String, String>>, LedgerStoreError> {
     match fs::read(path) {
         Ok(bytes) => {
-            let text = String::from_utf8(bytes).map_err(|_| StoreError::Corrupt {
+            let text = String::from_utf8(bytes).map_err(|_| LedgerStoreError::Corrupt {
                 path: path.to_path_buf(),
                 offset: 0,
                 reason: "not UTF-8 text".into(),
@@ -91,11 +92,11 @@ fn number(
     path: &Path,
     map: &BTreeMap<String, String>,
     key: &str,
-) -> Result<Option<i64>, StoreError> {
+) -> Result<Option<i64>, LedgerStoreError> {
     match map.get(key) {
         None => Ok(None),
         Some(v) if v.is_empty() => Ok(None),
-        Some(v) => v.parse().map(Some).map_err(|_| StoreError::Corrupt {
+        Some(v) => v.parse().map(Some).map_err(|_| LedgerStoreError::Corrupt {
             path: path.to_path_buf(),
             offset: 0,
             reason: format!("{key}={v:?} is not a number"),
@@ -104,18 +105,18 @@ fn number(
 }
 
 /// Reads the checkpoint; `None` when there is none.
-pub fn load_checkpoint(dir: &Path) -> Result<Option<Checkpoint>, StoreError> {
+pub fn load_checkpoint(dir: &Path) -> Result<Option<LedgerCheckpoint>, LedgerStoreError> {
     let path = dir.join(CHECKPOINT_FILE);
     let Some(map) = read_properties(&path)? else {
         return Ok(None);
     };
-    Ok(Some(Checkpoint {
+    Ok(Some(LedgerCheckpoint {
         end_index: number(&path, &map, "endIndex")?.unwrap_or(-1),
         committed_index: number(&path, &map, "committedIndex")?.unwrap_or(-1),
     }))
 }
 
-pub fn store_checkpoint(dir: &Path, c: Checkpoint) -> Result<(), StoreError> {
+pub fn store_checkpoint(dir: &Path, c: LedgerCheckpoint) -> Result<(), LedgerStoreError> {
     let text = format!(
         "endIndex={}\ncommittedIndex={}\n",
         c.end_index, c.committed_index
@@ -125,7 +126,7 @@ pub fn store_checkpoint(dir: &Path, c: Checkpoint) -> Result<(), StoreError> {
 
 /// Removes the checkpoint (it then claims nothing durable; the next start scans
 /// the whole log). Needs no free space, unlike a rewrite.
-pub fn remove_checkpoint(dir: &Path) -> Result<(), StoreError> {
+pub fn remove_checkpoint(dir: &Path) -> Result<(), LedgerStoreError> {
     let path = dir.join(CHECKPOINT_FILE);
     match fs::remove_file(&path) {
         Ok(()) => sync_dir(dir),
@@ -135,7 +136,7 @@ pub fn remove_checkpoint(dir: &Path) -> Result<(), StoreError> {
 }
 
 /// Reads the term file; the default state when there is none.
-pub fn load_hard_state(dir: &Path) -> Result<HardState, StoreError> {
+pub fn load_hard_state(dir: &Path) -> Result<HardState, LedgerStoreError> {
     let path = dir.join(TERM_FILE);
     let Some(map) = read_properties(&path)? else {
         return Ok(HardState::default());
@@ -152,7 +153,7 @@ pub fn load_hard_state(dir: &Path) -> Result<HardState, StoreError> {
     })
 }
 
-pub fn store_hard_state(dir: &Path, s: &HardState) -> Result<(), StoreError> {
+pub fn store_hard_state(dir: &Path, s: &HardState) -> Result<(), LedgerStoreError> {
     let text = format!(
         "currTerm={}\nvoteLeader={}\nleaderId={}\n",
         s.term,
@@ -178,7 +179,7 @@ mod tests {
     fn checkpoint_and_term_round_trip_atomically() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(load_checkpoint(dir.path()).unwrap(), None);
-        let c = Checkpoint {
+        let c = LedgerCheckpoint {
             end_index: 10,
             committed_index: 7,
         };
@@ -187,7 +188,7 @@ mod tests {
         // A leftover temporary file from a crash does not matter.
         fs::write(dir.path().join("checkpoint.tmp"), b"garbage").unwrap();
         assert_eq!(load_checkpoint(dir.path()).unwrap(), Some(c));
-        let c2 = Checkpoint {
+        let c2 = LedgerCheckpoint {
             end_index: 11,
             committed_index: 11,
         };

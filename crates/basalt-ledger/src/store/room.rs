@@ -3,14 +3,14 @@
 //! [`super::mapped`]), so a full disk refuses an append instead of failing it
 //! halfway or killing the process.
 
-use super::{HEADER_SIZE, LedgerStore, StoreError, UNIT};
+use super::{HEADER_SIZE, LedgerStore, LedgerStoreError, UNIT};
 use crate::entry::place;
 
 impl LedgerStore {
     /// Makes sure the data files holding `[from_pos, end_pos)` and the index files
     /// holding the units of `first_index..=last_index` exist with their blocks
     /// allocated, so that writing there cannot fail. On a full disk this fails
-    /// ([`StoreError::is_no_space`]) before anything is written: the caller refuses
+    /// ([`LedgerStoreError::is_no_space`]) before anything is written: the caller refuses
     /// the append and the store stays writable.
     pub fn ensure_room(
         &mut self,
@@ -18,7 +18,7 @@ impl LedgerStore {
         end_pos: i64,
         first_index: i64,
         last_index: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), LedgerStoreError> {
         let mut created = false;
         for (list, dirty, from, to) in [
             (&mut self.data, &mut self.data_dirty, from_pos, end_pos),
@@ -47,7 +47,7 @@ impl LedgerStore {
     /// Room for appending entries of these body lengths as the next ones, placed
     /// as the leader places them (see [`LedgerStore::ensure_room`]). Lengths that
     /// do not fit a data file are left to the caller to refuse.
-    pub fn ensure_room_for_bodies(&mut self, body_lens: &[u32]) -> Result<(), StoreError> {
+    pub fn ensure_room_for_bodies(&mut self, body_lens: &[u32]) -> Result<(), LedgerStoreError> {
         let mut end = self.end_pos;
         for len in body_lens {
             let size = HEADER_SIZE as i64 + *len as i64;

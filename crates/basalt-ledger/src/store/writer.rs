@@ -1,0 +1,482 @@
+//! The writer's operations on [`LedgerStore`]: append, truncate, purge, prefault,
+//! and the preparation of syncs and checkpoints (run elsewhere, see
+//! [`super::SyncJob`]), plus the [`LogRead`] view the core reads the log through.
+//!
+//! The writer keeps the log contiguous, never rewrites a committed entry, keeps
+//! the tail cache contiguous with the log end, and never lets the checkpoint
+//! claim more than the log holds (a truncation below it lowers it first).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::{
+    CheckpointJob, Dirty, LedgerCheckpoint, LedgerReader, LedgerStore, LedgerStoreError,
+    PREFAULT_AHEAD, PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, first_entry,
+    read_unit, sync_dir,
+};
+use crate::core::LogRead;
+use crate::entry::{BLANK_MAGIC, Entry, EntryHeader, HEADER_SIZE, IndexUnit, place};
+
+/// A blank `[-1][rest]`: "skip `rest` bytes".
+fn blank(rest: i32) -> [u8; 8] {
+    let mut blank = [0u8; 8];
+    blank[0..4].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
+    blank[4..8].copy_from_slice(&rest.to_be_bytes());
+    blank
+}
+
+impl LedgerStore {
+    /// A reader sharing this store.
+    pub fn reader(&self) -> LedgerReader {
+        LedgerReader {
+            shared: self.shared.clone(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.opts.dir
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.shared.poisoned.load(Ordering::Acquire)
+    }
+
+    /// Refuses every write from now on (after a failed write or sync).
+    pub fn poison(&self) {
+        self.shared.poisoned.store(true, Ordering::Release);
+    }
+
+    fn check_writable(&self) -> Result<(), LedgerStoreError> {
+        if self.is_poisoned() {
+            Err(LedgerStoreError::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(super) fn publish_files(&self) {
+        *self.shared.data.write() = self.data.files().to_vec().into();
+        *self.shared.index.write() = self.index.files().to_vec().into();
+    }
+
+    /// Appends entries whose headers are final (index, term, position, CRC).
+    pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), LedgerStoreError> {
+        self.check_writable()?;
+        if let (Some((first, _)), Some((last, _))) = (entries.first(), entries.last()) {
+            // Every byte below is written into reserved blocks, or nothing is.
+            let end = last.pos + last.size as i64;
+            let from = self.end_pos.min(first.pos);
+            if from >= self.data.files().first().map(|f| f.start()).unwrap_or(from) {
+                self.ensure_room(from, end, first.index, last.index)?;
+            }
+        }
+        // The tail cache must stay contiguous with the log end.
+        if self
+            .tail
+            .back()
+            .is_some_and(|e| e.index() != self.end_index)
+        {
+            self.tail.clear();
+            self.tail_bytes = 0;
+        }
+        let mut files_changed = false;
+        for (h, body) in entries {
+            let pos = self.place_checked(h, body)?;
+            files_changed |= self.write_entry(h, body, pos)?;
+        }
+        if files_changed {
+            self.publish_files();
+        }
+        Ok(())
+    }
+
+    /// Where entry `h` goes, refusing it unless it follows the log end, its body
+    /// matches the header and the header's position is where the store puts it.
+    fn place_checked(&self, h: &EntryHeader, body: &[u8]) -> Result<i64, LedgerStoreError> {
+        if self.end_index >= 0 && h.index != self.end_index + 1 {
+            return Err(LedgerStoreError::Invalid(format!(
+                "append of index {} after {}",
+                h.index, self.end_index
+            )));
+        }
+        if body.len() != h.body_len as usize {
+            return Err(LedgerStoreError::Invalid(format!(
+                "body length {} != header {}",
+                body.len(),
+                h.body_len
+            )));
+        }
+        let pos = place(self.end_pos, h.size as i64, self.opts.data_file_size)
+            .map_err(|e| LedgerStoreError::Invalid(e.to_string()))?;
+        if pos != h.pos {
+            return Err(LedgerStoreError::Invalid(format!(
+                "entry {} placed at {} but the store puts it at {pos}",
+                h.index, h.pos
+            )));
+        }
+        Ok(pos)
+    }
+
+    /// Writes entry `h` at `pos` (closing the current file with a blank first if
+    /// `pos` is in the next one) and its index unit, and moves the log end past
+    /// it. Returns whether a file was created.
+    fn write_entry(
+        &mut self,
+        h: &EntryHeader,
+        body: &[u8],
+        pos: i64,
+    ) -> Result<bool, LedgerStoreError> {
+        let size = h.size as i64;
+        let mut files_changed = false;
+        if pos != self.end_pos {
+            // Close the current file with a blank.
+            let (f, created) = self.data.ensure(self.end_pos)?;
+            files_changed |= created;
+            let off = (self.end_pos - f.start()) as usize;
+            f.write(off, &blank((f.end() - self.end_pos) as i32));
+            self.data_dirty.mark(self.end_pos, self.end_pos + 8);
+        }
+        let (f, created) = self.data.ensure(pos)?;
+        files_changed |= created;
+        self.data_dirty.dir |= created;
+        let off = (pos - f.start()) as usize;
+        f.write(off, &h.encode());
+        f.write(off + HEADER_SIZE, body);
+        self.data_dirty.mark(pos, pos + size);
+
+        let unit_pos = h.index * UNIT;
+        let (uf, created) = self.index.ensure(unit_pos)?;
+        files_changed |= created;
+        self.index_dirty.dir |= created;
+        uf.write((unit_pos - uf.start()) as usize, &IndexUnit::of(h).encode());
+        self.index_dirty.mark(unit_pos, unit_pos + UNIT);
+
+        if self.end_index < 0 {
+            self.begin_index = h.index;
+            self.shared.begin_index.store(h.index, Ordering::Release);
+            self.shared.begin_pos.store(pos, Ordering::Release);
+            if self.shared.committed_index.load(Ordering::Acquire) < 0 {
+                self.shared.committed_pos.store(pos, Ordering::Release);
+            }
+        }
+        self.end_index = h.index;
+        self.end_term = h.term;
+        self.end_pos = pos + size;
+        Ok(files_changed)
+    }
+
+    /// Appends whole entries (the leader's after stamping, or the leader's received
+    /// by a follower) and keeps them in the tail cache.
+    pub fn append_entries(&mut self, entries: &[Entry]) -> Result<(), LedgerStoreError> {
+        let v: Vec<(EntryHeader, &[u8])> =
+            entries.iter().map(|e| (e.header, &e.body[..])).collect();
+        self.append(&v)?;
+        for e in entries {
+            self.tail_bytes += e.body.len() + HEADER_SIZE;
+            self.tail.push_back(e.clone());
+        }
+        while self.tail_bytes > TAIL_CACHE_BYTES
+            && let Some(e) = self.tail.pop_front()
+        {
+            self.tail_bytes -= e.body.len() + HEADER_SIZE;
+        }
+        Ok(())
+    }
+
+    fn cached(&self, index: i64) -> Option<&Entry> {
+        let first = self.tail.front()?.index();
+        if index < first {
+            return None;
+        }
+        self.tail.get((index - first) as usize)
+    }
+
+    fn drop_tail_from(&mut self, index: i64) {
+        while self.tail.back().is_some_and(|e| e.index() >= index) {
+            if let Some(e) = self.tail.pop_back() {
+                self.tail_bytes -= e.body.len() + HEADER_SIZE;
+            }
+        }
+    }
+
+    fn unit_end_pos(&self, index: i64) -> Option<i64> {
+        read_unit(&self.index, index).map(|u| u.pos + u.size as i64)
+    }
+
+    /// Removes every entry from `next_index` on; the next entry goes to `next_pos`
+    /// (see `LedgerCommand::Truncate`). Never called for committed entries.
+    pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
+        self.check_writable()?;
+        let committed = self.shared.committed_index.load(Ordering::Acquire);
+        assert!(
+            next_index > committed,
+            "truncating committed entry {next_index} (committed {committed})"
+        );
+        self.drop_tail_from(next_index);
+        // Cut pages are gone: fault them in again from the new end.
+        self.prefaulted_until = self.prefaulted_until.min(next_pos);
+        let prev = next_index - 1;
+        let keep_prefix = self.end_index >= 0
+            && prev >= self.begin_index
+            && prev <= self.end_index
+            && self.unit_end_pos(prev) == Some(next_pos);
+        if keep_prefix {
+            self.cut_after(prev, next_pos)?;
+        } else {
+            self.start_over_at(next_pos)?;
+        }
+        if prev < self.checkpoint_end {
+            // The checkpoint must never claim more than the log holds.
+            self.checkpoint_end = prev.max(-1);
+            self.lower_checkpoint = Some(LedgerCheckpoint {
+                end_index: self.checkpoint_end,
+                committed_index: self.committed_for_checkpoint,
+            });
+        }
+        self.publish_files();
+        Ok(())
+    }
+
+    /// Truncation keeping entries `..=prev`, which end at `next_pos`.
+    fn cut_after(&mut self, prev: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
+        let next_index = prev + 1;
+        if let Some(f) = self.data.find(next_pos).cloned() {
+            self.data_dirty.fsync.push(f);
+        }
+        self.data_dirty.dir |= self.data.cut(next_pos)?;
+        if let Some(f) = self.index.find(next_index * UNIT).cloned() {
+            self.index_dirty.fsync.push(f);
+        }
+        self.index_dirty.dir |= self.index.cut(next_index * UNIT)?;
+        self.end_index = prev;
+        self.end_term = read_unit(&self.index, prev).map(|u| u.term).unwrap_or(-1);
+        self.end_pos = next_pos;
+        Ok(())
+    }
+
+    /// Truncation keeping nothing: start over at the leader's position, with a
+    /// leading blank up to it.
+    fn start_over_at(&mut self, next_pos: i64) -> Result<(), LedgerStoreError> {
+        self.tail.clear();
+        self.tail_bytes = 0;
+        self.data.clear()?;
+        self.index.clear()?;
+        self.data_dirty = Dirty {
+            dir: true,
+            ..Dirty::default()
+        };
+        self.index_dirty = Dirty {
+            dir: true,
+            ..Dirty::default()
+        };
+        let (f, _) = self.data.ensure(next_pos)?;
+        if next_pos > f.start() {
+            f.write(0, &blank((next_pos - f.start()) as i32));
+            self.data_dirty.mark(f.start(), f.start() + 8);
+        }
+        self.begin_index = -1;
+        self.end_index = -1;
+        self.end_term = -1;
+        self.end_pos = next_pos;
+        self.shared.begin_index.store(-1, Ordering::Release);
+        self.shared.begin_pos.store(next_pos, Ordering::Release);
+        self.shared.committed_pos.store(next_pos, Ordering::Release);
+        Ok(())
+    }
+
+    /// The next chunk of data pages to fault in, when the writer comes within
+    /// `PREFAULT_AHEAD` of what was faulted (creating the next data file ahead of
+    /// time if the chunk reaches into it).
+    pub fn prefault_job(&mut self) -> Option<PrefaultJob> {
+        if !self.prefault_enabled
+            || self.is_poisoned()
+            || self.end_pos + PREFAULT_AHEAD <= self.prefaulted_until
+        {
+            return None;
+        }
+        let from = self.prefaulted_until.max(self.end_pos);
+        let to = from + PREFAULT_CHUNK;
+        let mut created = false;
+        let mut failed = false;
+        for pos in [from, to - 1] {
+            match self
+                .data
+                .ensure(pos)
+                .and_then(|(f, c)| f.ensure_reserved().map(|_| c))
+            {
+                Ok(c) => created |= c,
+                Err(e) => {
+                    // Skip this chunk (the writer reserves what it writes on its
+                    // own): a full disk costs one warning per chunk, not per append.
+                    tracing::warn!(error = %e, "cannot create the next data file ahead of time");
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if created {
+            self.data_dirty.dir = true;
+            self.publish_files();
+        }
+        self.prefaulted_until = to;
+        if failed {
+            return None;
+        }
+        Some(PrefaultJob {
+            ranges: self.data.ranges(from, to),
+        })
+    }
+
+    /// Stops prefaulting (the kernel does not support it).
+    pub fn disable_prefault(&mut self) {
+        self.prefault_enabled = false;
+    }
+
+    /// Everything written since the last call, to be synced by [`SyncJob::run`].
+    /// Index units are synced by checkpoints (recovery rebuilds newer ones).
+    pub fn prepare_sync(&mut self) -> SyncJob {
+        let mut job = SyncJob {
+            checkpoint: self
+                .lower_checkpoint
+                .take()
+                .map(|c| (self.opts.dir.clone(), c)),
+            ..SyncJob::default()
+        };
+        self.data_dirty.take(&self.data, &mut job);
+        // Punched or deleted index files must reach the disk with the truncation.
+        job.fsync.append(&mut self.index_dirty.fsync);
+        if self.index_dirty.dir {
+            self.index_dirty.dir = false;
+            job.dirs.push(self.index.dir().to_path_buf());
+        }
+        job
+    }
+
+    /// A checkpoint claiming `durable_index` (entries durable as reported by
+    /// completed syncs) and `committed_index`; syncs the index units first.
+    pub fn prepare_checkpoint(
+        &mut self,
+        durable_index: i64,
+        committed_index: i64,
+    ) -> CheckpointJob {
+        let mut sync = SyncJob::default();
+        self.index_dirty.take(&self.index, &mut sync);
+        let end = durable_index.min(self.end_index);
+        self.checkpoint_end = end;
+        self.committed_for_checkpoint = committed_index;
+        CheckpointJob {
+            sync,
+            dir: self.opts.dir.clone(),
+            checkpoint: LedgerCheckpoint {
+                end_index: end,
+                committed_index,
+            },
+        }
+    }
+
+    /// Publishes the committed index to readers.
+    pub fn set_committed(&mut self, index: i64) {
+        if index < 0 || index > self.end_index {
+            return;
+        }
+        if let Some(end) = self.unit_end_pos(index) {
+            // Position first: a reader that sees the index also sees its bytes.
+            self.shared.committed_pos.store(end, Ordering::Release);
+            self.shared.committed_index.store(index, Ordering::Release);
+        }
+    }
+
+    /// Deletes data files that lie entirely before `pos` and before the committed
+    /// position, and the index files before the new first entry. Returns the new
+    /// begin index.
+    pub fn purge_before(&mut self, pos: i64) -> Result<i64, LedgerStoreError> {
+        self.check_writable()?;
+        let limit = pos.min(self.shared.committed_pos.load(Ordering::Acquire));
+        let mut removed = false;
+        while self.data.files().len() > 1 && self.data.files()[0].end() <= limit {
+            self.data.remove_first()?;
+            removed = true;
+        }
+        if !removed {
+            return Ok(self.begin_index);
+        }
+        let Some(first) = first_entry(&self.data) else {
+            return Ok(self.begin_index);
+        };
+        while self.index.files().len() > 1 && self.index.files()[0].end() <= first.index * UNIT {
+            self.index.remove_first()?;
+        }
+        self.begin_index = first.index;
+        self.shared
+            .begin_index
+            .store(first.index, Ordering::Release);
+        self.shared.begin_pos.store(first.pos, Ordering::Release);
+        self.publish_files();
+        sync_dir(self.data.dir())?;
+        sync_dir(self.index.dir())?;
+        Ok(first.index)
+    }
+}
+
+impl LogRead for LedgerStore {
+    fn begin_index(&self) -> i64 {
+        if self.end_index < 0 {
+            -1
+        } else {
+            self.begin_index
+        }
+    }
+
+    fn end_index(&self) -> i64 {
+        self.end_index
+    }
+
+    fn end_pos(&self) -> i64 {
+        self.end_pos
+    }
+
+    fn term_at(&self, index: i64) -> Option<i64> {
+        if index < self.begin_index || index > self.end_index || index < 0 {
+            return None;
+        }
+        if let Some(e) = self.cached(index) {
+            return Some(e.term());
+        }
+        read_unit(&self.index, index).map(|u| u.term)
+    }
+
+    fn entry(&self, index: i64) -> Result<Option<Entry>, String> {
+        if index < self.begin_index || index > self.end_index || index < 0 {
+            return Ok(None);
+        }
+        if let Some(e) = self.cached(index) {
+            return Ok(Some(e.clone()));
+        }
+        let unit =
+            read_unit(&self.index, index).ok_or_else(|| format!("no index unit for {index}"))?;
+        let hb = self
+            .data
+            .read(unit.pos, HEADER_SIZE)
+            .ok_or_else(|| format!("entry {index} at {} is outside the data files", unit.pos))?;
+        let h =
+            EntryHeader::decode(&hb).map_err(|e| format!("entry {index} at {}: {e}", unit.pos))?;
+        if !unit.matches(&h) {
+            return Err(format!(
+                "entry {index} at {} does not match its index unit",
+                unit.pos
+            ));
+        }
+        let body = self
+            .data
+            .read(unit.pos + HEADER_SIZE as i64, h.body_len as usize)
+            .ok_or_else(|| format!("body of {index} is outside the data files"))?;
+        h.check_body(&body)
+            .map_err(|e| format!("entry {index} at {}: {e}", unit.pos))?;
+        Ok(Some(Entry {
+            header: h,
+            body: Bytes::from(body),
+        }))
+    }
+}
