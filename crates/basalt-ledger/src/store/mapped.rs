@@ -46,9 +46,12 @@ pub struct LedgerSegment {
     reserved: AtomicBool,
 }
 
-// The raw mapping is shared between the writer and readers under the contract in
-// the module documentation.
+// SAFETY: the raw mapping is owned by this value and lives as long as it; it
+// is shared between the writer and readers under the contract in the module
+// documentation (the single writer writes only above what it has published;
+// readers read only below it).
 unsafe impl Send for LedgerSegment {}
+// SAFETY: as for Send above.
 unsafe impl Sync for LedgerSegment {}
 
 impl std::fmt::Debug for LedgerSegment {
