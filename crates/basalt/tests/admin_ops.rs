@@ -81,37 +81,40 @@ fn write_perm_off_drains_the_broker_and_on_restores_it() {
     let b = Standalone::start(&dir.path().join("data"), &[]);
     let ns = b.ports.namesrv_addr();
     runtime()
-        .block_on(tokio::time::timeout(DEADLINE * 2, async {
-            let admin = Admin::new(ClientConfig::new(ns.clone()));
-            let t = TopicConfig::new("Drain", 4);
-            admin
-                .create_topic(&b.ports.broker_addr(), &t)
-                .await
-                .expect("create");
-            let name = "broker-a";
-            eventually("the route", async || {
-                admin.topic_route("Drain").await.is_ok()
+        .block_on(async {
+            tokio::time::timeout(DEADLINE * 2, async {
+                let admin = Admin::new(ClientConfig::new(ns.clone()));
+                let t = TopicConfig::new("Drain", 4);
+                admin
+                    .create_topic(&b.ports.broker_addr(), &t)
+                    .await
+                    .expect("create");
+                let name = "broker-a";
+                eventually("the route", async || {
+                    admin.topic_route("Drain").await.is_ok()
+                })
+                .await;
+                fresh_send(&ns, "Drain")
+                    .await
+                    .expect("send before the wipe");
+
+                let out = basalt_admin(&ns, &["write-perm", "--broker-name", name, "--off"]);
+                assert!(out.contains(&ns), "one row per NameServer: {out}");
+                let p = route_perm(&admin, "Drain", name).await;
+                assert!(!perm::is_writeable(p), "perm {p} still has the write bit");
+                assert!(perm::is_readable(p));
+                assert!(
+                    fresh_send(&ns, "Drain").await.is_err(),
+                    "a producer still chose the drained broker"
+                );
+
+                basalt_admin(&ns, &["write-perm", "--broker-name", name, "--on"]);
+                assert_eq!(route_perm(&admin, "Drain", name).await, 6);
+                fresh_send(&ns, "Drain").await.expect("send after --on");
+                admin.shutdown();
             })
-            .await;
-            fresh_send(&ns, "Drain")
-                .await
-                .expect("send before the wipe");
-
-            let out = basalt_admin(&ns, &["write-perm", "--broker-name", name, "--off"]);
-            assert!(out.contains(&ns), "one row per NameServer: {out}");
-            let p = route_perm(&admin, "Drain", name).await;
-            assert!(!perm::is_writeable(p), "perm {p} still has the write bit");
-            assert!(perm::is_readable(p));
-            assert!(
-                fresh_send(&ns, "Drain").await.is_err(),
-                "a producer still chose the drained broker"
-            );
-
-            basalt_admin(&ns, &["write-perm", "--broker-name", name, "--on"]);
-            assert_eq!(route_perm(&admin, "Drain", name).await, 6);
-            fresh_send(&ns, "Drain").await.expect("send after --on");
-            admin.shutdown();
-        }))
+            .await
+        })
         .expect("within the deadline");
 }
 
@@ -139,82 +142,85 @@ fn reset_offset_rewinds_a_running_push_consumer_to_a_time() {
     let b = Standalone::start(&dir.path().join("data"), &[]);
     let ns = b.ports.namesrv_addr();
     runtime()
-        .block_on(tokio::time::timeout(DEADLINE * 2, async {
-            let admin = Admin::new(ClientConfig::new(ns.clone()));
-            admin
-                .create_topic(&b.ports.broker_addr(), &TopicConfig::new("Rewind", 2))
-                .await
-                .expect("create");
-            eventually("the route", async || {
-                admin.topic_route("Rewind").await.is_ok()
-            })
-            .await;
-            let producer = Producer::new("rewind-producer", ClientConfig::new(ns.clone()));
-            producer.start().await.expect("producer");
+        .block_on(async {
+            tokio::time::timeout(DEADLINE * 2, async {
+                let admin = Admin::new(ClientConfig::new(ns.clone()));
+                admin
+                    .create_topic(&b.ports.broker_addr(), &TopicConfig::new("Rewind", 2))
+                    .await
+                    .expect("create");
+                eventually("the route", async || {
+                    admin.topic_route("Rewind").await.is_ok()
+                })
+                .await;
+                let producer = Producer::new("rewind-producer", ClientConfig::new(ns.clone()));
+                producer.start().await.expect("producer");
 
-            let seen: Seen = Arc::default();
-            let opts = PushOptions {
-                consume_from_where: PushConsumeFrom::FirstOffset,
-                ..Default::default()
-            };
-            let consumer =
-                PushConsumer::with_options("rewind-group", ClientConfig::new(ns.clone()), opts);
-            consumer.subscribe("Rewind", "*").expect("subscribe");
-            let sink = Arc::clone(&seen);
-            consumer.register_listener(move |msgs, _| {
-                let mut s = sink.lock().unwrap();
-                s.extend(
-                    msgs.iter()
-                        .map(|m| String::from_utf8_lossy(&m.body).into_owned()),
+                let seen: Seen = Arc::default();
+                let opts = PushOptions {
+                    consume_from_where: PushConsumeFrom::FirstOffset,
+                    ..Default::default()
+                };
+                let consumer =
+                    PushConsumer::with_options("rewind-group", ClientConfig::new(ns.clone()), opts);
+                consumer.subscribe("Rewind", "*").expect("subscribe");
+                let sink = Arc::clone(&seen);
+                consumer.register_listener(move |msgs, _| {
+                    let mut s = sink.lock().unwrap();
+                    s.extend(
+                        msgs.iter()
+                            .map(|m| String::from_utf8_lossy(&m.body).into_owned()),
+                    );
+                    ConsumeStatus::Success
+                });
+                consumer.start().await.expect("consumer");
+
+                send_all(&producer, "Rewind", "a-", 10).await;
+                eventually("batch a consumed", async || count(&seen, "a-") >= 10).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let mid = basalt_common::time::now_millis();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                send_all(&producer, "Rewind", "b-", 10).await;
+                eventually("batch b consumed", async || count(&seen, "b-") >= 10).await;
+
+                let out = basalt_admin(
+                    &ns,
+                    &[
+                        "reset-offset",
+                        "-g",
+                        "rewind-group",
+                        "-t",
+                        "Rewind",
+                        "--time",
+                        &mid.to_string(),
+                    ],
                 );
-                ConsumeStatus::Success
-            });
-            consumer.start().await.expect("consumer");
+                assert!(out.contains("2 queue(s) reset"), "{out}");
+                eventually("batch b consumed again", async || count(&seen, "b-") >= 20).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                assert_eq!(
+                    count(&seen, "a-"),
+                    10,
+                    "the reset went back before its time"
+                );
+                assert_eq!(count(&seen, "b-"), 20, "batch b once more, and only once");
 
-            send_all(&producer, "Rewind", "a-", 10).await;
-            eventually("batch a consumed", async || count(&seen, "a-") >= 10).await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let mid = basalt_common::time::now_millis();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            send_all(&producer, "Rewind", "b-", 10).await;
-            eventually("batch b consumed", async || count(&seen, "b-") >= 10).await;
+                // Skipping what accumulated: the stored offsets go to the end.
+                basalt_admin(
+                    &ns,
+                    &["skip-accumulated", "-g", "rewind-group", "-t", "Rewind"],
+                );
+                let p = admin
+                    .consume_stats("rewind-group", Some("Rewind"))
+                    .await
+                    .expect("stats");
+                assert_eq!(p.total_lag(), 0, "{p:?}");
 
-            let out = basalt_admin(
-                &ns,
-                &[
-                    "reset-offset",
-                    "-g",
-                    "rewind-group",
-                    "-t",
-                    "Rewind",
-                    "--time",
-                    &mid.to_string(),
-                ],
-            );
-            assert!(out.contains("2 queue(s) reset"), "{out}");
-            eventually("batch b consumed again", async || count(&seen, "b-") >= 20).await;
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            assert_eq!(
-                count(&seen, "a-"),
-                10,
-                "the reset went back before its time"
-            );
-            assert_eq!(count(&seen, "b-"), 20, "batch b once more, and only once");
-
-            // Skipping what accumulated: the stored offsets go to the end.
-            basalt_admin(
-                &ns,
-                &["skip-accumulated", "-g", "rewind-group", "-t", "Rewind"],
-            );
-            let p = admin
-                .consume_stats("rewind-group", Some("Rewind"))
-                .await
-                .expect("stats");
-            assert_eq!(p.total_lag(), 0, "{p:?}");
-
-            consumer.shutdown().await;
-            producer.shutdown().await;
-            admin.shutdown();
-        }))
+                consumer.shutdown().await;
+                producer.shutdown().await;
+                admin.shutdown();
+            })
+            .await
+        })
         .expect("within the deadline");
 }
