@@ -23,6 +23,7 @@ use crate::metadata::topics::TopicConfigManager;
 use crate::processor::paths::{AdminPath, BrokerStats, ClientPath, PullPath, ReplyPath, SendPath};
 use crate::registration::Registrar;
 use crate::replication::Replication;
+use crate::runtime_stats::RateSampler;
 use crate::schedule::{DelayDelivery, DelayOffsets, TimerService};
 use crate::transaction::Transactions;
 use crate::writer::MessageWriter;
@@ -62,6 +63,8 @@ pub struct Broker {
     pub(crate) filter_cache: Arc<FilterCache>,
     pub(crate) registrar: Arc<Registrar>,
     pub(crate) stats: Arc<BrokerStats>,
+    /// Rates of `stats`, sampled once a second.
+    pub(crate) rates: Arc<RateSampler>,
     pub(crate) transactions: Arc<Transactions>,
     pub(crate) uniq: Arc<UniqKeyGenerator>,
     pub(crate) started_at: Instant,
@@ -191,6 +194,7 @@ impl Broker {
             timers: self.timers.clone(),
             registrar: Arc::clone(&self.registrar),
             stats: Arc::clone(&self.stats),
+            rates: Arc::clone(&self.rates),
             transactions: Arc::clone(&self.transactions),
             started_at: self.started_at,
         }

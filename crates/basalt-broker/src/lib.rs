@@ -25,6 +25,7 @@ pub mod metadata;
 pub mod processor;
 mod registration;
 pub mod replication;
+pub mod runtime_stats;
 pub mod schedule;
 mod start;
 pub mod transaction;

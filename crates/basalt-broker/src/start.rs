@@ -242,6 +242,7 @@ fn assemble(
         filter_cache: Arc::new(FilterCache::new()),
         registrar,
         stats: Arc::new(BrokerStats::default()),
+        rates: Arc::default(),
         transactions,
         started_at: Instant::now(),
         shutting_down,
@@ -270,6 +271,7 @@ fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
         tokio::spawn(Arc::clone(&broker.registrar).run_periodic()),
         tokio::spawn(persist_offsets(Arc::clone(broker))),
         tokio::spawn(expire_clients(Arc::clone(broker))),
+        tokio::spawn(sample_rates(Arc::clone(broker))),
     ];
     tasks.extend(crate::replication::tasks::spawn(broker));
     // Delayed delivery and the transaction check run on masters and on
@@ -299,6 +301,15 @@ async fn persist_offsets(b: Arc<Broker>) {
             b2.delay_offsets.persist();
         })
         .await;
+    }
+}
+
+/// Every second: samples the counters for the runtime-info rates.
+async fn sample_rates(b: Arc<Broker>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        b.rates.record(&b.stats, basalt_common::time::now_millis());
     }
 }
 

@@ -121,7 +121,7 @@ impl Admin {
         self.instance.remoting().shutdown();
     }
 
-    fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         self.instance.config().request_timeout
     }
 

@@ -41,6 +41,8 @@
 //! compressed), reading from slaves beyond following `suggestWhichBrokerId`.
 
 pub mod admin;
+mod admin_ops;
+pub use admin_ops::{ConsumerRunningInfo, ProcessQueueInfo, ProducerConnection};
 mod api;
 pub mod config;
 pub mod decode;

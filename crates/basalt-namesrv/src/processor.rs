@@ -6,15 +6,19 @@ use basalt_common::crc::masked_crc32;
 use basalt_common::time::now_millis;
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
-    CommandHeader, DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader,
-    GetTopicsByClusterRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
-    UnregisterBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader, CommandHeader, DeleteTopicFromNamesrvRequestHeader,
+    GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader, RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
 };
 use basalt_remoting::protocol::{RegisterBrokerBody, TopicRouteData};
 use basalt_remoting::{Channel, HeaderError, RemotingCommand, RequestProcessor};
 use parking_lot::{Mutex, RwLock};
 
 use crate::route_info::{BrokerAddrKey, BrokerRegistration, RouteInfoManager};
+
+/// Longest broker name a write-permission request may name.
+const MAX_BROKER_NAME_LEN: usize = 255;
 
 /// Handles NameServer requests against a shared [`RouteInfoManager`].
 ///
@@ -72,6 +76,8 @@ impl NamesrvProcessor {
                     success(req)
                 })
             }
+            request::WIPE_WRITE_PERM_OF_BROKER => self.write_perm(req, false),
+            request::ADD_WRITE_PERM_OF_BROKER => self.write_perm(req, true),
             request::GET_KV_CONFIG => {
                 // No KV store: every lookup misses, as on a fresh Java NameServer.
                 let ns = req.ext_fields.get("namespace").unwrap_or("");
@@ -157,6 +163,39 @@ impl NamesrvProcessor {
         );
         tracing::info!(broker = %h.broker_addr, name = %h.broker_name, "broker unregistered");
         Ok(success(req))
+    }
+
+    /// WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER: the write bit
+    /// of one broker group's queue data in every topic. An unknown group
+    /// touches nothing and answers a count of 0, as Java does.
+    fn write_perm(
+        &self,
+        req: &RemotingCommand,
+        writable: bool,
+    ) -> Result<RemotingCommand, HeaderError> {
+        // Both request headers hold only `brokerName`.
+        let name = WipeWritePermOfBrokerRequestHeader::from_ext(&req.ext_fields)?.broker_name;
+        if name.is_empty() || name.len() > MAX_BROKER_NAME_LEN {
+            return Ok(error(
+                req,
+                response::SYSTEM_ERROR,
+                format!("brokerName must be 1 to {MAX_BROKER_NAME_LEN} bytes"),
+            ));
+        }
+        let count = self.routes.write().set_write_perm(&name, writable);
+        tracing::info!(broker = %name, writable, topics = count, "write permission of broker changed");
+        let ext = if writable {
+            AddWritePermOfBrokerResponseHeader {
+                add_topic_count: count,
+            }
+            .to_ext()
+        } else {
+            WipeWritePermOfBrokerResponseHeader {
+                wipe_topic_count: count,
+            }
+            .to_ext()
+        };
+        Ok(success(req).with_ext(ext))
     }
 
     fn route_info(&self, req: &RemotingCommand) -> Result<RemotingCommand, HeaderError> {

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use basalt_common::constants::perm;
 use basalt_remoting::protocol::{
     BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper,
     TopicList, TopicRouteData,
@@ -380,6 +381,28 @@ impl RouteInfoManager {
                 }
             }
         }
+    }
+
+    /// Clears (`writable` false) or restores the write permission of a
+    /// broker group's queue data in every topic (WIPE_WRITE_PERM_OF_BROKER /
+    /// ADD_WRITE_PERM_OF_BROKER); returns how many topics it touched. As in
+    /// Java, restoring sets the permission to read + write. The change lasts
+    /// until the broker registers a changed topic table (or re-registers
+    /// after a restart).
+    pub fn set_write_perm(&mut self, broker_name: &str, writable: bool) -> i32 {
+        let mut count = 0;
+        for queues in self.topic_queue_table.values_mut() {
+            let Some(qd) = queues.get_mut(broker_name) else {
+                continue;
+            };
+            qd.perm = if writable {
+                perm::READ | perm::WRITE
+            } else {
+                qd.perm & !perm::WRITE
+            };
+            count += 1;
+        }
+        count
     }
 
     /// Number of live brokers (for tests and logs).

@@ -154,6 +154,57 @@ pub enum AdminCommand {
     },
     #[command(subcommand)]
     Message(MessageCommand),
+    /// Take a broker group's write permission away in every topic (--off:
+    /// drain it before a restart) or give it back (--on), at every NameServer.
+    WritePerm {
+        #[arg(short = 'b', long)]
+        broker_name: String,
+        #[arg(long, conflicts_with = "on", required_unless_present = "on")]
+        off: bool,
+        #[arg(long)]
+        on: bool,
+    },
+    /// Move a consumer group's offsets on a topic to the first message
+    /// stored at or after a time; online consumers are told and consume
+    /// from there.
+    ResetOffset {
+        #[arg(short, long)]
+        group: String,
+        #[arg(short, long)]
+        topic: String,
+        /// Milliseconds since the epoch, `now`, or yyyy-MM-ddTHH:mm:ss[.SSS]
+        /// in UTC.
+        #[arg(long)]
+        time: String,
+        /// Only move queues back (by default a queue may move forward too,
+        /// as `mqadmin resetOffsetByTime` does).
+        #[arg(long)]
+        no_force: bool,
+    },
+    /// Move a consumer group's offsets on a topic to the end: what has
+    /// accumulated is skipped.
+    SkipAccumulated {
+        #[arg(short, long)]
+        group: String,
+        #[arg(short, long)]
+        topic: String,
+    },
+    /// A producer group's connections (on the brokers of a topic it sends to).
+    Producer {
+        #[arg(short, long)]
+        group: String,
+        #[arg(short, long)]
+        topic: String,
+    },
+    /// What each consumer of a group reports: its settings and, per queue,
+    /// the offset it committed and the messages it holds.
+    ConsumerStatus {
+        #[arg(short, long)]
+        group: String,
+        /// Ask this client only.
+        #[arg(long)]
+        client_id: Option<String>,
+    },
     /// Unresolved transactional (half) messages of every master of a
     /// cluster (or of one broker): age and checks so far.
     Transactions {

@@ -402,6 +402,27 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, Strin
                 println!("  {k} = {v}");
             }
         }
+        AdminCommand::WritePerm {
+            broker_name, on, ..
+        } => crate::admin_ops::write_perm(admin, &broker_name, on).await?,
+        AdminCommand::ResetOffset {
+            group,
+            topic,
+            time,
+            no_force,
+        } => {
+            let ms = crate::admin_ops::parse_time(&time)?;
+            crate::admin_ops::reset_offset(admin, &group, &topic, ms, !no_force).await?
+        }
+        AdminCommand::SkipAccumulated { group, topic } => {
+            crate::admin_ops::reset_offset(admin, &group, &topic, -1, true).await?
+        }
+        AdminCommand::Producer { group, topic } => {
+            crate::admin_ops::producer(admin, &group, &topic).await?
+        }
+        AdminCommand::ConsumerStatus { group, client_id } => {
+            crate::admin_ops::consumer_status(admin, &group, client_id.as_deref()).await?
+        }
         AdminCommand::Transactions {
             cluster,
             broker,

@@ -4,6 +4,7 @@
 //! * `basalt namesrv` / `basalt broker -c FILE` — the two roles apart;
 //! * `basalt store check|dump DIR` — offline tools for a store directory.
 
+mod admin_ops;
 mod allocator;
 mod bench;
 mod bench_timers;

@@ -294,6 +294,20 @@ impl ClientManager {
         self.producers.read().keys().cloned().collect()
     }
 
+    /// The open connections of a producer group.
+    pub fn producer_members(&self, group: &str) -> Vec<ClientChannel> {
+        self.producers
+            .read()
+            .get(group)
+            .map(|m| {
+                m.values()
+                    .filter(|c| !c.channel.is_closed())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// An open connection of a producer group, picked at random among its
     /// members (RocketMQ's `getAvailableChannel`): where a transaction
     /// check goes.

@@ -158,6 +158,15 @@ pub fn runtime_info(a: &AdminPath) -> RemotingCommand {
         s.commit_log_flushed_offset.to_string(),
     );
     put("dispatchBehindBytes", s.dispatch_behind_bytes.to_string());
+    // Store time of the oldest record still in the CommitLog (Java
+    // `getEarliestMessageTime`); absent when the log is empty.
+    if let Some(ts) = a.store.log().store_timestamp_at(s.commit_log_min_offset) {
+        put("earliestMessageTimeStamp", ts.to_string());
+    }
+    // Used fraction of the disk holding the store (the last 1 s sample).
+    if let Some(p) = a.store.commit_log().disk().used_percent() {
+        put("commitLogDiskRatio", format!("{:.4}", p as f64 / 100.0));
+    }
     put("consumeQueueCount", s.consume_queue_count.to_string());
     put("storePoisoned", s.poisoned.to_string());
     put(
@@ -169,6 +178,7 @@ pub fn runtime_info(a: &AdminPath) -> RemotingCommand {
     for (k, v) in a.replication.runtime_info(&a.store) {
         t.insert(k, v);
     }
+    t.extend(a.rates.runtime_info());
     for (k, v) in a.transactions.runtime_info() {
         t.insert(k, v);
     }

@@ -9,6 +9,8 @@
 mod admin;
 mod checks;
 mod client;
+mod connections_admin;
+mod offsets_admin;
 pub mod paths;
 mod pull;
 mod reply;
@@ -126,6 +128,13 @@ impl RequestProcessor for BrokerProcessor {
                 admin::create_subscription_group(a, &req).await
             }
             request::DELETE_SUBSCRIPTIONGROUP => admin::delete_subscription_group(a, &req),
+            request::INVOKE_BROKER_TO_RESET_OFFSET => offsets_admin::reset_offset(a, &req),
+            request::GET_PRODUCER_CONNECTION_LIST => {
+                connections_admin::producer_connections(a, &req)
+            }
+            request::GET_CONSUMER_RUNNING_INFO => {
+                connections_admin::consumer_running_info(a, &req).await
+            }
             _ => RemotingCommand::not_supported(&req),
         };
         Some(resp)

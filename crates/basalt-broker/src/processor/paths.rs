@@ -34,6 +34,8 @@ pub struct BrokerStats {
     pub get_messages: AtomicU64,
     pub get_bytes: AtomicU64,
     pub put_failures: AtomicU64,
+    /// Pulls answered without messages (Java `getMessageTimesTotalMiss`).
+    pub get_misses: AtomicU64,
 }
 
 impl BrokerStats {
@@ -105,6 +107,7 @@ pub struct AdminPath {
     pub(crate) timers: Option<Arc<TimerService>>,
     pub(crate) registrar: Arc<Registrar>,
     pub(crate) stats: Arc<BrokerStats>,
+    pub(crate) rates: Arc<crate::runtime_stats::RateSampler>,
     pub(crate) transactions: Arc<Transactions>,
     pub(crate) started_at: Instant,
 }

@@ -290,6 +290,8 @@ fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingComman
             .fetch_add(r.buffer_total_size as u64, Ordering::Relaxed);
         resp.body = join_records(p, &r.messages, r.buffer_total_size);
         resp.remark = None;
+    } else {
+        p.stats.get_misses.fetch_add(1, Ordering::Relaxed);
     }
     resp
 }

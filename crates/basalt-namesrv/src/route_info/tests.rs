@@ -187,3 +187,32 @@ fn remove_broker_by_key() {
     assert!(m.topic_route("T").is_none());
     assert!(!m.touch("C", "m:1", 6));
 }
+
+#[test]
+fn write_perm_is_wiped_and_added_per_broker_group() {
+    let mut m = RouteInfoManager::default();
+    m.register_broker(
+        reg("a", "m:1", 0, Some(wrapper(1, &[("T", 4), ("U", 4)]))),
+        0,
+    );
+    m.register_broker(reg("b", "n:1", 0, Some(wrapper(1, &[("T", 4)]))), 0);
+    let perm_of = |m: &RouteInfoManager, t: &str, b: &str| {
+        m.topic_route(t)
+            .unwrap()
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == b)
+            .unwrap()
+            .perm
+    };
+    assert_eq!(m.set_write_perm("a", false), 2);
+    assert_eq!(perm_of(&m, "T", "a"), 4);
+    assert_eq!(perm_of(&m, "U", "a"), 4);
+    assert_eq!(perm_of(&m, "T", "b"), 6, "other groups keep theirs");
+    // An unchanged re-registration (same data version) keeps the wipe.
+    m.register_broker(reg("a", "m:1", 0, Some(wrapper(1, &[("T", 4)]))), 1);
+    assert_eq!(perm_of(&m, "T", "a"), 4);
+    assert_eq!(m.set_write_perm("a", true), 2);
+    assert_eq!(perm_of(&m, "T", "a"), 6);
+    assert_eq!(m.set_write_perm("nobody", false), 0);
+}

@@ -8,8 +8,14 @@
 use crate::command::{ExtFields, java_parse_bool};
 use crate::error::HeaderError;
 
+mod admin;
 mod send;
 
+pub use admin::{
+    AddWritePermOfBrokerRequestHeader, AddWritePermOfBrokerResponseHeader,
+    GetProducerConnectionListRequestHeader, ResetOffsetRequestHeader,
+    WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
+};
 pub use send::{SendMessageRequestHeader, SendMessageResponseHeader, batch_flag};
 
 /// A typed view of a command's ext fields.

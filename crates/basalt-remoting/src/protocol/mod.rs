@@ -14,7 +14,9 @@ pub use client::{
     ProducerData, SubscriptionData, UnlockBatchRequestBody,
 };
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData};
-pub use stats::{ConsumeStats, KvTable, OffsetWrapper, TopicOffset, TopicStatsTable};
+pub use stats::{
+    ConsumeStats, KvTable, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable,
+};
 pub use topic::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
 };

@@ -119,3 +119,52 @@ pub struct KvTable {
     #[serde(default)]
     pub table: BTreeMap<String, String>,
 }
+
+/// INVOKE_BROKER_TO_RESET_OFFSET's answer and RESET_CONSUMER_CLIENT_OFFSET's
+/// body (`ResetOffsetBody`): the new offset of each queue, keyed by
+/// `MessageQueue` objects as fastjson writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetOffsetBody {
+    #[serde(default, deserialize_with = "crate::fastjson::mq_map::deserialize")]
+    pub offset_table: Vec<(MessageQueue, i64)>,
+}
+
+impl ResetOffsetBody {
+    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
+        Ok(crate::fastjson::from_slice(body)?)
+    }
+
+    /// fastjson's form: `{"offsetTable":{{"brokerName":..}:17,...}}`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(20 + self.offset_table.len() * 80);
+        out.extend_from_slice(b"{\"offsetTable\":{");
+        for (i, (mq, offset)) in self.offset_table.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_mq_key(&mut out, mq);
+            write_i64(&mut out, *offset);
+        }
+        out.extend_from_slice(b"}}");
+        out
+    }
+}
+
+#[cfg(test)]
+mod reset_offset_tests {
+    use super::*;
+
+    #[test]
+    fn reset_offset_body_round_trips_in_fastjson_form() {
+        let body = ResetOffsetBody {
+            offset_table: vec![(MessageQueue::new("T", "broker-a", 1), 17)],
+        };
+        let bytes = body.encode();
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            r#"{"offsetTable":{{"brokerName":"broker-a","queueId":1,"topic":"T"}:17}}"#
+        );
+        assert_eq!(ResetOffsetBody::decode(&bytes).unwrap(), body);
+    }
+}
