@@ -112,7 +112,7 @@ pub fn topic_config(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
         Some(t) => ok().with_body(serde_json::to_vec(&t.to_wire()).unwrap_or_default()),
         None => error(
             response::TOPIC_NOT_EXIST,
-            format!("no topic in this a. topic: {topic}"),
+            format!("No topic in this broker. topic: {topic}"),
         ),
     }
 }
