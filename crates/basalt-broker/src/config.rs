@@ -571,7 +571,6 @@ impl BrokerConfig {
         s.disk_space_warning_level_ratio = self.disk_space_warning_level_ratio;
         s.clean_file_forcibly_enable = self.clean_file_forcibly_enable;
         s.store_host = self.broker_addr();
-        s.external_log = self.enable_dleger_commit_log;
         if self.mapped_file_size_commit_log < 16 * 1024 * 1024 {
             // Small test stores: a small index too.
             s.max_hash_slot_num = 4096;

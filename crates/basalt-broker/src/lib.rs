@@ -28,6 +28,7 @@ pub mod replication;
 pub mod runtime_stats;
 pub mod schedule;
 mod start;
+pub mod store_check;
 pub mod transaction;
 pub mod writer;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use basalt_common::config::BrokerRole;
 use basalt_common::msgid::UniqKeyGenerator;
 use basalt_remoting::{RemotingClient, RemotingServer, ServerConfig, ServerHandle};
-use basalt_store::MessageStore;
+use basalt_store::{MessageSource, MessageStore};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -40,8 +40,7 @@ pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
     config.validate()?;
     let (listener, config) = bind_listener(config).await?;
     let config = Arc::new(config);
-    let opened = open_store_and_metadata(Arc::clone(&config)).await?;
-    let (replication, ha_addr) = start_replication(&config, &opened.store).await?;
+    let (opened, replication, ha_addr) = open_and_replicate(&config).await?;
     let broker = assemble(config, opened, Arc::new(replication), ha_addr);
     let server = serve(&broker, listener);
     tracing::info!(
@@ -96,12 +95,44 @@ struct Opened {
     timers: Option<RecoveredTimers>,
 }
 
-/// Opens (and recovers) the store and loads the metadata files, off the
-/// async workers.
-async fn open_store_and_metadata(config: Arc<BrokerConfig>) -> Result<Opened, BrokerError> {
+/// Opens the store and starts the replication mode. In ledger mode the
+/// ledger starts first: the store reads its records from the ledger, and
+/// that is fixed when the store opens.
+async fn open_and_replicate(
+    config: &Arc<BrokerConfig>,
+) -> Result<(Opened, Replication, String), BrokerError> {
+    if !config.enable_dleger_commit_log {
+        let opened = open_store_and_metadata(Arc::clone(config), MessageSource::CommitLog).await?;
+        let (replication, ha_addr) = start_replication(config, &opened.store).await?;
+        return Ok((opened, replication, ha_addr));
+    }
+    let started = LedgerMode::start(config).await?;
+    let source = started.message_source();
+    let opened = match open_store_and_metadata(Arc::clone(config), source).await {
+        Ok(o) => o,
+        Err(e) => {
+            started.abandon().await;
+            return Err(e);
+        }
+    };
+    let lm = LedgerMode::attach(started, config, &opened.store);
+    Ok((
+        opened,
+        Replication::Ledger(lm),
+        config.ha_addr().to_string(),
+    ))
+}
+
+/// Opens (and recovers) the store over `source` and loads the metadata
+/// files, off the async workers.
+async fn open_store_and_metadata(
+    config: Arc<BrokerConfig>,
+    source: MessageSource,
+) -> Result<Opened, BrokerError> {
     tokio::task::spawn_blocking(move || {
         let root = config.store_path_root_dir.clone();
-        let store = MessageStore::open_with_delays(config.store_config(), config.delay_levels())?;
+        let store =
+            MessageStore::open_with_source(config.store_config(), config.delay_levels(), source)?;
         let timers = if config.timer_wheel_enable {
             Some(TimerService::recover(&config.timer_config(), &store)?)
         } else {
@@ -124,18 +155,14 @@ async fn open_store_and_metadata(config: Arc<BrokerConfig>) -> Result<Opened, Br
     .map_err(|e| BrokerError::Other(format!("store open task failed: {e}")))?
 }
 
-/// Starts the replication mode the configuration names. Returns it and the
-/// HA address to register (`ip:port`; the configured one when no HA
-/// listener runs).
+/// Starts the master/slave replication mode the configuration names (ledger
+/// mode starts in [`open_and_replicate`]). Returns it and the HA address to
+/// register (`ip:port`; the configured one when no HA listener runs).
 async fn start_replication(
     c: &BrokerConfig,
     store: &Arc<MessageStore>,
 ) -> Result<(Replication, String), BrokerError> {
     let configured_ha = c.ha_addr().to_string();
-    if c.enable_dleger_commit_log {
-        let lm = LedgerMode::start(c, store).await?;
-        return Ok((Replication::Ledger(lm), configured_ha));
-    }
     if c.broker_role == BrokerRole::Slave {
         let slave = HaSlave::start(
             Arc::clone(store),

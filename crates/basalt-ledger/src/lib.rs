@@ -30,4 +30,6 @@ pub use core::{AppendReceipt, Role};
 pub use entry::EntryKind;
 pub use protocol::NodeId;
 pub use runtime::{Ledger, LedgerError, LedgerHandle, LedgerStatus, StampSlot};
-pub use store::{LedgerCheckReport, LedgerEntry, LedgerReader, check_ledger_dir};
+pub use store::{
+    LedgerCheckReport, LedgerEntry, LedgerFilesView, LedgerReader, ViewedEntry, check_ledger_dir,
+};

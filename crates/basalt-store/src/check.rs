@@ -68,6 +68,38 @@ impl ReadOnlyLog {
     }
 }
 
+/// Where [`check_store_over`] finds the record a ConsumeQueue unit points
+/// at: the store's own CommitLog, or in ledger mode the ledger's entries.
+pub trait RecordLookup {
+    /// Units pointing below this point at expired data and are not checked.
+    fn min_offset(&self) -> i64;
+    /// End of the valid records.
+    fn end_offset(&self) -> i64;
+    /// The valid record at `offset`, or why there is none.
+    fn record_at(&self, offset: i64) -> std::result::Result<RecordView<'_>, String>;
+}
+
+/// The CommitLog as [`check_store`] validated it.
+struct CheckedLog<'a> {
+    log: &'a ReadOnlyLog,
+    min_offset: i64,
+    end_offset: i64,
+}
+
+impl RecordLookup for CheckedLog<'_> {
+    fn min_offset(&self) -> i64 {
+        self.min_offset
+    }
+    fn end_offset(&self) -> i64 {
+        self.end_offset
+    }
+    fn record_at(&self, offset: i64) -> std::result::Result<RecordView<'_>, String> {
+        self.log
+            .record_at(offset)
+            .ok_or_else(|| format!("no valid record starts at {offset}"))
+    }
+}
+
 /// Figures of one topic.
 #[derive(Debug, Clone, Default)]
 pub struct TopicSummary {
@@ -95,6 +127,8 @@ pub struct CheckReport {
     pub valid_after_bad: Option<i64>,
     /// Files whose start does not follow the previous file.
     pub layout_errors: Vec<String>,
+    /// What the ConsumeQueue units were checked against.
+    pub queues_checked_against: String,
     pub consume_queues: usize,
     pub consume_queue_units: u64,
     /// Units that do not match the record they point at (first 20 shown).
@@ -134,8 +168,11 @@ impl fmt::Display for CheckReport {
         }
         writeln!(
             f,
-            "consumequeue {} queues, {} units, {} mismatches",
-            self.consume_queues, self.consume_queue_units, self.consume_queue_error_count
+            "consumequeue {} queues, {} units, {} mismatches (checked against {})",
+            self.consume_queues,
+            self.consume_queue_units,
+            self.consume_queue_error_count,
+            self.queues_checked_against
         )?;
         for e in &self.consume_queue_errors {
             writeln!(f, "  {e}")?;
@@ -185,6 +222,17 @@ impl fmt::Display for CheckReport {
 /// `root/consumequeue`. `file_size` overrides the CommitLog file size (by
 /// default the size of the files found).
 pub fn check_store(root: &Path, file_size: Option<usize>) -> Result<CheckReport> {
+    check_store_over(root, file_size, None)
+}
+
+/// As [`check_store`], but the ConsumeQueue units are checked against
+/// `records` (named `what`) when given: a ledger-mode store keeps its
+/// records in the ledger, and its CommitLog stays empty.
+pub fn check_store_over(
+    root: &Path,
+    file_size: Option<usize>,
+    records: Option<(&dyn RecordLookup, &str)>,
+) -> Result<CheckReport> {
     let log = ReadOnlyLog::open(&root.join("commitlog"), file_size)?;
     let mut r = CheckReport {
         root: root.to_path_buf(),
@@ -259,20 +307,21 @@ pub fn check_store(root: &Path, file_size: Option<usize>) -> Result<CheckReport>
         break 'files;
     }
 
-    check_consume_queues(&root.join("consumequeue"), &log, &mut r)?;
+    let own = CheckedLog {
+        log: &log,
+        min_offset: r.min_offset,
+        end_offset: r.end_offset,
+    };
+    let (records, what) = records.unwrap_or((&own, "the commitlog"));
+    r.queues_checked_against = what.to_string();
+    check_consume_queues(&root.join("consumequeue"), records, &mut r)?;
     Ok(r)
 }
 
-fn check_consume_queues(dir: &Path, log: &ReadOnlyLog, r: &mut CheckReport) -> Result<()> {
+fn check_consume_queues(dir: &Path, records: &dyn RecordLookup, r: &mut CheckReport) -> Result<()> {
     if !dir.is_dir() {
         return Ok(());
     }
-    let err = |r: &mut CheckReport, msg: String| {
-        r.consume_queue_error_count += 1;
-        if r.consume_queue_errors.len() < 20 {
-            r.consume_queue_errors.push(msg);
-        }
-    };
     for t in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
         let t = t.map_err(|e| StoreError::io(dir, e))?;
         let topic = t.file_name().to_string_lossy().into_owned();
@@ -285,75 +334,95 @@ fn check_consume_queues(dir: &Path, log: &ReadOnlyLog, r: &mut CheckReport) -> R
                 continue;
             };
             r.consume_queues += 1;
-            let mut files: Vec<(i64, PathBuf)> = std::fs::read_dir(q.path())
-                .map_err(|e| StoreError::io(q.path(), e))?
-                .filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_str()
-                        .and_then(parse_file_name)
-                        .map(|s| (s, e.path()))
-                })
-                .collect();
-            files.sort();
-            'queue: for (start, path) in files {
-                let bytes = std::fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
-                for (k, c) in bytes.chunks_exact(UNIT_SIZE).enumerate() {
-                    let u = CqUnit::decode(c);
-                    if !u.is_valid() {
-                        break 'queue;
-                    }
-                    if u.is_filler() {
-                        continue;
-                    }
-                    r.consume_queue_units += 1;
-                    let qoff = (start / UNIT_SIZE as i64) + k as i64;
-                    if u.physical_offset < r.min_offset {
-                        continue; // expired data
-                    }
-                    if u.physical_offset + u.size as i64 > r.end_offset {
-                        err(
-                            r,
-                            format!(
-                                "{topic}/{qid} unit {qoff} points past the log end ({} + {})",
-                                u.physical_offset, u.size
-                            ),
-                        );
-                        continue;
-                    }
-                    match log.record_at(u.physical_offset) {
-                        None => err(
-                            r,
-                            format!(
-                                "{topic}/{qid} unit {qoff} points at {} where no valid record starts",
-                                u.physical_offset
-                            ),
-                        ),
-                        Some(v) => {
-                            if v.topic != topic.as_bytes()
-                                || v.queue_id != qid
-                                || v.queue_offset != qoff
-                                || v.total_size() as i32 != u.size
-                            {
-                                err(
-                                    r,
-                                    format!(
-                                        "{topic}/{qid} unit {qoff} points at a record of {}/{} offset {} size {} (unit size {})",
-                                        v.topic_str(),
-                                        v.queue_id,
-                                        v.queue_offset,
-                                        v.total_size(),
-                                        u.size
-                                    ),
-                                );
-                            }
-                        }
-                    }
+            check_queue(&q.path(), &topic, qid, records, r)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the units of one queue directory, file by file, up to the first
+/// unused unit.
+fn check_queue(
+    dir: &Path,
+    topic: &str,
+    qid: i32,
+    records: &dyn RecordLookup,
+    r: &mut CheckReport,
+) -> Result<()> {
+    let mut files: Vec<(i64, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| StoreError::io(dir, e))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(parse_file_name)
+                .map(|s| (s, e.path()))
+        })
+        .collect();
+    files.sort();
+    for (start, path) in files {
+        let bytes = std::fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
+        for (k, c) in bytes.chunks_exact(UNIT_SIZE).enumerate() {
+            let u = CqUnit::decode(c);
+            if !u.is_valid() {
+                return Ok(());
+            }
+            if u.is_filler() {
+                continue;
+            }
+            r.consume_queue_units += 1;
+            let qoff = (start / UNIT_SIZE as i64) + k as i64;
+            if let Some(why) = unit_mismatch(&u, topic, qid, qoff, records) {
+                r.consume_queue_error_count += 1;
+                if r.consume_queue_errors.len() < 20 {
+                    r.consume_queue_errors.push(format!(
+                        "{topic}/{qid} unit {qoff} ({} at byte {}): {why}",
+                        path.display(),
+                        k * UNIT_SIZE
+                    ));
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Why unit `qoff` of `topic`/`qid` does not describe the record it points
+/// at; None when it does, or when it points at expired data.
+fn unit_mismatch(
+    u: &CqUnit,
+    topic: &str,
+    qid: i32,
+    qoff: i64,
+    records: &dyn RecordLookup,
+) -> Option<String> {
+    if u.physical_offset < records.min_offset() {
+        return None; // expired data
+    }
+    if u.physical_offset + u.size as i64 > records.end_offset() {
+        return Some(format!(
+            "points past the log end ({} + {})",
+            u.physical_offset, u.size
+        ));
+    }
+    let v = match records.record_at(u.physical_offset) {
+        Ok(v) => v,
+        Err(why) => return Some(format!("points at {}: {why}", u.physical_offset)),
+    };
+    let matches = v.topic == topic.as_bytes()
+        && v.queue_id == qid
+        && v.queue_offset == qoff
+        && v.total_size() as i32 == u.size;
+    (!matches).then(|| {
+        format!(
+            "points at a record of {}/{} offset {} size {} (unit size {})",
+            v.topic_str(),
+            v.queue_id,
+            v.queue_offset,
+            v.total_size(),
+            u.size
+        )
+    })
 }
 
 /// One listed record.
@@ -368,6 +437,27 @@ pub struct DumpLine {
     pub tags: Option<String>,
     pub keys: Option<String>,
     pub body_size: usize,
+}
+
+impl DumpLine {
+    /// The line for record `v`, `size` bytes long.
+    pub fn of(v: &RecordView<'_>, size: usize) -> DumpLine {
+        let text = |k: &str| {
+            v.property(k)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        };
+        DumpLine {
+            offset: v.physical_offset,
+            size,
+            topic: v.topic_str().into_owned(),
+            queue_id: v.queue_id,
+            queue_offset: v.queue_offset,
+            store_timestamp: v.store_timestamp,
+            tags: text("TAGS"),
+            keys: text("KEYS"),
+            body_size: v.body.len(),
+        }
+    }
 }
 
 impl fmt::Display for DumpLine {
@@ -412,21 +502,7 @@ pub fn dump_store(
                     let Ok(v) = RecordView::parse(&f.map[pos..], false) else {
                         return Ok(n);
                     };
-                    let text = |k: &str| {
-                        v.property(k)
-                            .map(|b| String::from_utf8_lossy(b).into_owned())
-                    };
-                    emit(&DumpLine {
-                        offset: v.physical_offset,
-                        size: total_size,
-                        topic: v.topic_str().into_owned(),
-                        queue_id: v.queue_id,
-                        queue_offset: v.queue_offset,
-                        store_timestamp: v.store_timestamp,
-                        tags: text("TAGS"),
-                        keys: text("KEYS"),
-                        body_size: v.body.len(),
-                    });
+                    emit(&DumpLine::of(&v, total_size));
                     n += 1;
                     pos += total_size;
                 }

@@ -50,10 +50,6 @@ pub struct StoreConfig {
     pub warm_mapped_file: bool,
     /// `checkCRCOnRecover`.
     pub check_crc_on_recover: bool,
-    /// The records live outside the CommitLog (ledger mode): recovery checks
-    /// only the ConsumeQueues, puts are refused, reads go through the
-    /// [`crate::MessageLog`] the owner installs.
-    pub external_log: bool,
     /// `enabledAppendPropCRC`: end every record's properties with a CRC of
     /// the whole record (`__CRC32#`), so damage anywhere in a record — not
     /// only in its body — is detected. On by default in Basalt (RocketMQ
@@ -131,7 +127,6 @@ impl StoreConfig {
             flush_consume_queue_thorough_interval: Duration::from_secs(60),
             warm_mapped_file: false,
             check_crc_on_recover: true,
-            external_log: false,
 
             append_prop_crc: true,
             max_message_size: basalt_common::constants::DEFAULT_MAX_MESSAGE_SIZE,

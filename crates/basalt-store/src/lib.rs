@@ -47,5 +47,5 @@ pub use message_log::MessageLog;
 pub use put::{AppendResult, PutMessageResult, PutMessageStatus};
 pub use store::{
     BoundaryType, GetMessageRequest, GetMessageResult, GetMessageStatus, MessageFilter,
-    MessageStore, QueryMessageResult,
+    MessageSource, MessageStore, QueryMessageResult,
 };

@@ -2,9 +2,9 @@
 //!
 //! Normally that is the [`CommitLog`]. In ledger mode the records live in the
 //! replicated ledger's data files instead (a record's physical offset is then
-//! its entry's position plus the entry header), and the broker plugs that in
-//! with [`crate::MessageStore::set_message_log`]. Pulls, lookups and searches
-//! go through this trait and so work the same in both modes.
+//! its entry's position plus the entry header), and the broker opens the
+//! store with [`crate::MessageSource::External`] over them. Pulls, lookups
+//! and searches go through this trait and so work the same in both modes.
 
 use basalt_common::record::{self, RecordHead};
 use bytes::Bytes;

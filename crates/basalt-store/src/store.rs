@@ -124,10 +124,39 @@ pub struct StoreStats {
     pub poisoned: bool,
 }
 
+/// Where a store's records live. Chosen when the store is opened and fixed
+/// for its lifetime.
+#[derive(Clone)]
+pub enum MessageSource {
+    /// The store's own CommitLog, which it appends to, flushes, dispatches
+    /// into the ConsumeQueues and cleans.
+    CommitLog,
+    /// A log owned by someone else (ledger mode). The owner appends and
+    /// dispatches into the ConsumeQueues; the store refuses puts, runs no
+    /// CommitLog service, and reads records from this log.
+    External(Arc<dyn MessageLog>),
+}
+
+impl std::fmt::Debug for MessageSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MessageSource::CommitLog => f.write_str("CommitLog"),
+            MessageSource::External(_) => f.write_str("External"),
+        }
+    }
+}
+
+/// The threads of a running store.
 struct Services {
+    cq_flush: ServiceThread,
+    /// Present only when the store owns its CommitLog.
+    log: Option<CommitLogServices>,
+}
+
+/// The threads that write, dispatch and clean the store's own CommitLog.
+struct CommitLogServices {
     flush: ServiceThread,
     commit: Option<ServiceThread>,
-    cq_flush: ServiceThread,
     cleanup: ServiceThread,
     dispatch: Arc<DispatchService>,
 }
@@ -145,8 +174,10 @@ pub struct MessageStore {
     recovery: RecoveryReport,
     total_memory: u64,
     shut_down: AtomicBool,
-    /// Where records are read from (the CommitLog unless ledger mode says otherwise).
-    log: parking_lot::RwLock<Arc<dyn MessageLog>>,
+    /// Where records are read from: the CommitLog, or the external log.
+    log: Arc<dyn MessageLog>,
+    /// The records live in an external log ([`MessageSource::External`]).
+    external: bool,
     /// Held while the store is open; released by a clean shutdown.
     lock: Mutex<Option<LockFile>>,
 }
@@ -168,6 +199,17 @@ impl MessageStore {
     }
 
     pub fn open_with_delays(config: StoreConfig, delays: DelayLevels) -> Result<Arc<MessageStore>> {
+        Self::open_with_source(config, delays, MessageSource::CommitLog)
+    }
+
+    /// Opens the store over `source`. With [`MessageSource::External`] the
+    /// recovery checks only the ConsumeQueues (the log's owner re-dispatches
+    /// what they miss) and no CommitLog service starts.
+    pub fn open_with_source(
+        config: StoreConfig,
+        delays: DelayLevels,
+        source: MessageSource,
+    ) -> Result<Arc<MessageStore>> {
         config.validate().map_err(StoreError::Config)?;
         let config = Arc::new(config);
         fs_util::create_dir_all_durable(&config.root_dir)?;
@@ -209,7 +251,8 @@ impl MessageStore {
 
         let abort_path = config.abort_path();
         let abnormal = abort_path.exists();
-        let report = if config.external_log {
+        let external = matches!(source, MessageSource::External(_));
+        let report = if external {
             // The records live elsewhere (ledger mode): only the ConsumeQueues'
             // own validity is checked here; the owner of the log re-dispatches.
             recovery::recover_consume_queues_only(&consume_queues)?
@@ -251,6 +294,10 @@ impl MessageStore {
         // on a full disk still opens.
         fs_util::create_marker(&abort_path)?;
 
+        let log: Arc<dyn MessageLog> = match source {
+            MessageSource::CommitLog => Arc::clone(&commit_log) as Arc<dyn MessageLog>,
+            MessageSource::External(log) => log,
+        };
         let store = MessageStore {
             total_memory: total_memory_bytes(),
             config: Arc::clone(&config),
@@ -263,43 +310,62 @@ impl MessageStore {
             services: Mutex::new(None),
             recovery: report,
             shut_down: AtomicBool::new(false),
-            log: parking_lot::RwLock::new(Arc::clone(&commit_log) as Arc<dyn MessageLog>),
+            log,
+            external,
             lock: Mutex::new(Some(lock)),
         };
-        if !config.external_log {
-            // Ledger mode keeps no CommitLog: a prepared file would only hold
-            // its reserved blocks.
-            commit_log.start_allocator();
-        }
-        let flush = services::start_flush_service(Arc::clone(&commit_log), Arc::clone(&checkpoint));
-        let commit = config
-            .transient_store_pool_enable
-            .then(|| services::start_commit_service(Arc::clone(&commit_log)));
         let cq_flush = services::start_consume_queue_flush_service(
             Arc::clone(&commit_log),
             Arc::clone(&dispatcher),
             Arc::clone(&checkpoint),
             Arc::clone(&health),
         );
+        // An external log's owner appends and dispatches; the local CommitLog
+        // stays empty, and a prepared file would only hold reserved blocks.
+        let log = (!external).then(|| store.start_commit_log_services(reput_from));
+        *store.services.lock() = Some(Services { cq_flush, log });
+        Ok(Arc::new(store))
+    }
+
+    /// Starts the threads that own the CommitLog: the file allocator, flush
+    /// (and commit, with the transient pool), dispatch from `reput_from`,
+    /// and cleanup.
+    fn start_commit_log_services(&self, reput_from: i64) -> CommitLogServices {
+        let commit_log = &self.commit_log;
+        commit_log.start_allocator();
+        let flush =
+            services::start_flush_service(Arc::clone(commit_log), Arc::clone(&self.checkpoint));
+        let commit = self
+            .config
+            .transient_store_pool_enable
+            .then(|| services::start_commit_service(Arc::clone(commit_log)));
         let dispatch = Arc::new(DispatchService::start(
-            Arc::clone(&commit_log),
-            Arc::clone(&dispatcher),
+            Arc::clone(commit_log),
+            Arc::clone(&self.dispatcher),
             reput_from,
         ));
         let cleanup = services::start_cleanup_service(
-            Arc::clone(&commit_log),
-            Arc::clone(&consume_queues),
-            index,
+            Arc::clone(commit_log),
+            Arc::clone(&self.consume_queues),
+            self.index.clone(),
             Arc::clone(&dispatch),
         );
-        *store.services.lock() = Some(Services {
+        CommitLogServices {
             flush,
             commit,
-            cq_flush,
             cleanup,
             dispatch,
-        });
-        Ok(Arc::new(store))
+        }
+    }
+
+    /// The dispatch service of the store's own CommitLog (none with an
+    /// external log, or after shutdown).
+    fn commit_log_dispatch(&self) -> Option<Arc<DispatchService>> {
+        self.services
+            .lock()
+            .as_ref()
+            .and_then(|s| s.log.as_ref())
+            .map(|l| Arc::clone(&l.dispatch))
     }
 
     pub fn config(&self) -> &StoreConfig {
@@ -324,14 +390,14 @@ impl MessageStore {
         self.config.store_host
     }
 
-    /// Where records are read from.
+    /// Where records are read from (fixed when the store was opened).
     pub fn log(&self) -> Arc<dyn MessageLog> {
-        Arc::clone(&self.log.read())
+        Arc::clone(&self.log)
     }
 
-    /// Reads records from `log` instead of the CommitLog (ledger mode).
-    pub fn set_message_log(&self, log: Arc<dyn MessageLog>) {
-        *self.log.write() = log;
+    /// Whether the records live in an external log (ledger mode).
+    pub fn has_external_log(&self) -> bool {
+        self.external
     }
 
     /// Registers the listener told about newly consumable messages.
@@ -341,15 +407,15 @@ impl MessageStore {
 
     /// Limits dispatch to what `limit` returns (ledger mode: committed end).
     pub fn set_dispatch_limit(&self, limit: DispatchLimit) {
-        if let Some(s) = self.services.lock().as_ref() {
-            s.dispatch.set_limit(limit);
+        if let Some(d) = self.commit_log_dispatch() {
+            d.set_limit(limit);
         }
     }
 
     /// Wakes dispatch after the limit moved.
     pub fn wake_dispatch(&self) {
-        if let Some(s) = self.services.lock().as_ref() {
-            s.dispatch.wake();
+        if let Some(d) = self.commit_log_dispatch() {
+            d.wake();
         }
     }
 
@@ -360,7 +426,7 @@ impl MessageStore {
                 "the store is shut down",
             ));
         }
-        if self.config.external_log {
+        if self.external {
             return Some(PutMessageResult::failed(
                 PutMessageStatus::ServiceNotAvailable,
                 "records are appended through the replicated ledger in this mode",
@@ -806,53 +872,38 @@ impl MessageStore {
     }
 
     /// Runs one cleanup round now; `force` deletes every file but the newest
-    /// regardless of age (operator command).
+    /// regardless of age (operator command). Nothing with an external log.
     pub fn clean_now(&self, force: bool) -> Result<usize> {
-        let Some(dispatched) = self
-            .services
-            .lock()
-            .as_ref()
-            .map(|s| s.dispatch.dispatched())
-        else {
+        let Some(dispatch) = self.commit_log_dispatch() else {
             return Ok(0);
         };
         services::clean_once(
             &self.commit_log,
             &self.consume_queues,
             self.index.as_deref(),
-            dispatched,
+            dispatch.dispatched(),
             force,
         )
     }
 
     /// Bytes readable in the CommitLog but not yet dispatched.
     pub fn dispatch_behind_bytes(&self) -> i64 {
-        self.services
-            .lock()
-            .as_ref()
-            .map(|s| s.dispatch.behind())
-            .unwrap_or(0)
+        self.commit_log_dispatch().map(|d| d.behind()).unwrap_or(0)
     }
 
-    /// Waits (bounded) until dispatch has caught up with `offset`.
+    /// Waits (bounded) until the CommitLog's dispatch has caught up with
+    /// `offset`. False at once with an external log, whose owner dispatches.
     pub fn wait_dispatched(&self, offset: i64, timeout: Duration) -> bool {
-        let svc = self
-            .services
-            .lock()
-            .as_ref()
-            .map(|s| Arc::clone(&s.dispatch));
-        match svc {
+        match self.commit_log_dispatch() {
             Some(d) => d.wait_dispatched(offset, timeout),
             None => false,
         }
     }
 
-    /// The dispatch service (for ledger mode and HA, which move its limit).
+    /// The CommitLog's dispatch service (HA moves its limit); none with an
+    /// external log.
     pub fn dispatch_service(&self) -> Option<Arc<DispatchService>> {
-        self.services
-            .lock()
-            .as_ref()
-            .map(|s| Arc::clone(&s.dispatch))
+        self.commit_log_dispatch()
     }
 
     /// Figures for runtime info. The log offsets are those of the log
@@ -888,25 +939,9 @@ impl MessageStore {
         let services = self.services.lock().take();
         let mut dispatch_incomplete = false;
         if let Some(s) = services {
-            if let Some(c) = s.commit {
-                c.shutdown();
+            if let Some(l) = s.log {
+                dispatch_incomplete = self.stop_commit_log_services(l);
             }
-            s.flush.shutdown();
-            s.dispatch.shutdown();
-            // Dispatch gives up at shutdown when the disk has no room for a
-            // ConsumeQueue file. Its queues then end short of the log, and only
-            // an abnormal recovery re-dispatches the rest and restores the
-            // queue offsets it holds: keep the abort marker.
-            let behind = s.dispatch.dispatched() < self.commit_log.max_offset();
-            if behind && !self.config.external_log {
-                tracing::warn!(
-                    dispatched = s.dispatch.dispatched(),
-                    log_end = self.commit_log.max_offset(),
-                    "not every record is dispatched; the next start recovers from the log"
-                );
-                dispatch_incomplete = true;
-            }
-            s.cleanup.shutdown();
             s.cq_flush.shutdown();
         }
         self.commit_log.shutdown_files();
@@ -934,6 +969,27 @@ impl MessageStore {
         }
         // Another process may open the store now.
         self.lock.lock().take();
+    }
+    /// Stops the CommitLog's threads. True when dispatch ended short of the
+    /// log: it gives up at shutdown when the disk has no room for a
+    /// ConsumeQueue file, and then only an abnormal recovery re-dispatches
+    /// the rest and restores the queue offsets it holds.
+    fn stop_commit_log_services(&self, l: CommitLogServices) -> bool {
+        if let Some(c) = l.commit {
+            c.shutdown();
+        }
+        l.flush.shutdown();
+        l.dispatch.shutdown();
+        let behind = l.dispatch.dispatched() < self.commit_log.max_offset();
+        if behind {
+            tracing::warn!(
+                dispatched = l.dispatch.dispatched(),
+                log_end = self.commit_log.max_offset(),
+                "not every record is dispatched; the next start recovers from the log"
+            );
+        }
+        l.cleanup.shutdown();
+        behind
     }
 }
 

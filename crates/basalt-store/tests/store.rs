@@ -471,8 +471,15 @@ fn stats_report_the_log_records_are_read_from() {
     let local_end = store.commit_log().max_offset();
     assert!(local_end > 0);
     assert_eq!(store.stats().commit_log_max_offset, local_end);
+    assert!(!store.has_external_log());
+    drop(store);
 
-    store.set_message_log(std::sync::Arc::new(ElsewhereLog));
+    let store = MessageStore::open_with_source(
+        StoreConfig::for_tests(dir.path()),
+        Default::default(),
+        basalt_store::MessageSource::External(std::sync::Arc::new(ElsewhereLog)),
+    )
+    .unwrap();
     let s = store.stats();
     assert_eq!(
         (
@@ -483,4 +490,36 @@ fn stats_report_the_log_records_are_read_from() {
         (4096, 9000, 9000),
         "ledger mode reports the ledger's offsets, not the unused CommitLog's"
     );
+}
+
+/// With an external log the store runs no CommitLog service: nothing
+/// dispatches (or complains about) the local CommitLog, puts are refused,
+/// and reads go to the external log.
+#[test]
+fn a_store_over_an_external_log_runs_no_commit_log_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open_with_source(
+        StoreConfig::for_tests(dir.path()),
+        Default::default(),
+        basalt_store::MessageSource::External(std::sync::Arc::new(ElsewhereLog)),
+    )
+    .unwrap();
+    assert!(store.has_external_log());
+    assert!(store.dispatch_service().is_none());
+    assert!(!store.wait_dispatched(0, Duration::from_secs(5)));
+    assert_eq!(store.clean_now(true).unwrap(), 0);
+    let host = store.store_host();
+    let r = store.put_message(&Msg::new("TopicA", 0, body(1, 100)).draft(host));
+    assert_eq!(r.status, PutMessageStatus::ServiceNotAvailable);
+    assert_eq!(store.log().max_offset(), 9000);
+    assert!(
+        !dir.path()
+            .join("commitlog")
+            .read_dir()
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(false),
+        "no CommitLog file is prepared for an external log"
+    );
+    store.shutdown();
+    assert!(!dir.path().join("abort").exists(), "a clean shutdown");
 }

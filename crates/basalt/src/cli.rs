@@ -414,7 +414,7 @@ pub struct BrokerArgs {
 pub enum StoreCommand {
     /// Validate every record and ConsumeQueue unit; exit 2 on corruption.
     Check {
-        /// Store root directory (holding commitlog/).
+        /// Store root directory (holding commitlog/, or dledger-*/ in ledger mode).
         dir: PathBuf,
         /// CommitLog file size, if not the size of the files found.
         #[arg(long)]
@@ -423,7 +423,7 @@ pub enum StoreCommand {
     /// List records: offset, topic, queue, queue offset, tags, keys, body size.
     Dump {
         dir: PathBuf,
-        /// First CommitLog offset to list.
+        /// First physical offset to list (in ledger mode, an entry's body position).
         #[arg(long)]
         from: Option<i64>,
         /// At most this many records.

@@ -24,7 +24,10 @@ use basalt_ledger::{
     Role, StampSlot,
 };
 use basalt_store::commit_log::TopicQueueTable;
-use basalt_store::{AppendResult, MessageLog, MessageStore, PutMessageResult, PutMessageStatus};
+use basalt_store::fs_util::LockFile;
+use basalt_store::{
+    AppendResult, MessageLog, MessageSource, MessageStore, PutMessageResult, PutMessageStatus,
+};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -87,6 +90,33 @@ pub struct LedgerMode {
     term_ready: AtomicI64,
     /// Follows `writable`, for services that start and stop with it.
     writable_tx: watch::Sender<bool>,
+    /// The ledger directory's lock, released once the ledger has stopped.
+    lock: Mutex<Option<LockFile>>,
+}
+
+/// A running ledger whose store is not open yet. Holds the lock on the
+/// ledger's directory.
+pub struct StartedLedger {
+    handle: LedgerHandle,
+    file_size: i64,
+    follower_id: i64,
+    self_id: NodeId,
+    lock: LockFile,
+}
+
+impl StartedLedger {
+    /// What the broker's store reads records from: the ledger's committed data.
+    pub fn message_source(&self) -> MessageSource {
+        MessageSource::External(Arc::new(LedgerLog {
+            reader: self.handle.reader().clone(),
+            file_size: self.file_size,
+        }))
+    }
+
+    /// Stops the ledger (the store could not be opened).
+    pub async fn abandon(self) {
+        self.handle.shutdown().await;
+    }
 }
 
 impl std::fmt::Debug for LedgerMode {
@@ -141,11 +171,10 @@ impl LedgerMode {
         Ok(lc)
     }
 
-    /// Starts the ledger and the dispatch of its committed entries.
-    pub async fn start(
-        cfg: &BrokerConfig,
-        store: &Arc<MessageStore>,
-    ) -> Result<Arc<LedgerMode>, BrokerError> {
+    /// Locks the ledger's directory and starts the ledger. The store is
+    /// opened next, over [`StartedLedger::message_source`], and then
+    /// [`LedgerMode::attach`]ed.
+    pub async fn start(cfg: &BrokerConfig) -> Result<StartedLedger, BrokerError> {
         let lc = Self::ledger_config(cfg)?;
         let file_size = lc.data_file_size;
         let ids: Vec<NodeId> = lc.peers.keys().cloned().collect();
@@ -155,13 +184,37 @@ impl LedgerMode {
             .position(|i| *i == self_id)
             .map(|p| p as i64 + 1)
             .unwrap_or(1);
+        // The store's lock covers only its own files: a second process on
+        // the same root must not reach the ledger before it finds out.
+        basalt_store::fs_util::create_dir_all_durable(&lc.data_dir)?;
+        let lock = LockFile::acquire(&lc.data_dir.join("lock"))?;
         let handle = Ledger::start(lc)
             .await
             .map_err(|e| BrokerError::Other(format!("ledger: {e}")))?;
-        store.set_message_log(Arc::new(LedgerLog {
-            reader: handle.reader().clone(),
+        Ok(StartedLedger {
+            handle,
             file_size,
-        }));
+            follower_id,
+            self_id,
+            lock,
+        })
+    }
+
+    /// Puts the store opened over `started` to work: dispatches the ledger's
+    /// committed entries into its queues, from where the last run stopped.
+    pub fn attach(
+        started: StartedLedger,
+        cfg: &BrokerConfig,
+        store: &Arc<MessageStore>,
+    ) -> Arc<LedgerMode> {
+        debug_assert!(store.has_external_log());
+        let StartedLedger {
+            handle,
+            follower_id,
+            self_id,
+            lock,
+            ..
+        } = started;
         let progress_file = cfg
             .store_path_root_dir
             .join("config")
@@ -181,12 +234,13 @@ impl LedgerMode {
             stopped: AtomicBool::new(false),
             term_ready: AtomicI64::new(-1),
             writable_tx: watch::channel(false).0,
+            lock: Mutex::new(Some(lock)),
         });
         tracing::info!(member = %lm.self_id, resume, "ledger mode: dispatching committed entries");
         let me = Arc::clone(&lm);
         let st = Arc::clone(store);
         tokio::spawn(async move { me.dispatch_loop(st).await });
-        Ok(lm)
+        lm
     }
 
     pub fn status(&self) -> LedgerStatus {
@@ -485,6 +539,8 @@ impl LedgerMode {
             );
         }
         self.handle.shutdown().await;
+        // Another process may start this member now.
+        self.lock.lock().take();
     }
 }
 
@@ -569,12 +625,30 @@ mod tests {
     /// and the whole batch was then counted as dispatched. Now the run stops
     /// at the failed entry, nothing after it is touched, and a retry from
     /// there dispatches everything; an unplaceable record is passed over.
+    /// The test reads nothing back through the store's log.
+    struct NoRecords;
+
+    impl MessageLog for NoRecords {
+        fn min_offset(&self) -> i64 {
+            0
+        }
+        fn max_offset(&self) -> i64 {
+            0
+        }
+        fn read_bytes(&self, _offset: i64, _size: usize) -> Option<Bytes> {
+            None
+        }
+        fn roll_next_file(&self, offset: i64) -> i64 {
+            offset + 1
+        }
+    }
+
     #[test]
     fn a_failed_entry_stops_the_run_and_is_retried() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = basalt_store::StoreConfig::for_tests(dir.path());
-        cfg.external_log = true;
-        let store = MessageStore::open(cfg).unwrap();
+        let cfg = basalt_store::StoreConfig::for_tests(dir.path());
+        let log = MessageSource::External(Arc::new(NoRecords));
+        let store = MessageStore::open_with_source(cfg, Default::default(), log).unwrap();
         std::fs::create_dir_all(dir.path().join("consumequeue")).unwrap();
         let blocker = dir.path().join("consumequeue").join("Blocked");
         std::fs::write(&blocker, b"in the way").unwrap();

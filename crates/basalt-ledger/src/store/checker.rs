@@ -129,13 +129,13 @@ pub struct BadSpot {
 
 /// The files of one directory of a ledger, mapped read-only, equally sized and
 /// without gaps (loading fails otherwise).
-struct ReadOnlyFiles {
+pub(super) struct ReadOnlyFiles {
     files: Vec<(PathBuf, i64, memmap2::Mmap)>,
     file_size: i64,
 }
 
 impl ReadOnlyFiles {
-    fn load(dir: &Path) -> Result<ReadOnlyFiles, LedgerStoreError> {
+    pub(super) fn load(dir: &Path) -> Result<ReadOnlyFiles, LedgerStoreError> {
         let mut names = Vec::new();
         if dir.exists() {
             for e in std::fs::read_dir(dir).map_err(|e| error::io_err(dir, "read_dir", e))? {
@@ -186,7 +186,12 @@ impl ReadOnlyFiles {
         Ok(ReadOnlyFiles { files, file_size })
     }
 
-    fn find(&self, pos: i64) -> Option<&(PathBuf, i64, memmap2::Mmap)> {
+    /// Start of the first file, if there is one.
+    pub(super) fn first_start(&self) -> Option<i64> {
+        self.files.first().map(|f| f.1)
+    }
+
+    pub(super) fn find(&self, pos: i64) -> Option<&(PathBuf, i64, memmap2::Mmap)> {
         let first = self.files.first()?.1;
         if pos < first || self.file_size == 0 {
             return None;

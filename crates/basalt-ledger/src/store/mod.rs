@@ -26,6 +26,7 @@
 //!   prepares and a blocking thread runs;
 //! * `checker` — [`check_ledger_dir`], the offline check for operators, and
 //!   [`scan_bytes`] for fuzzing the scanner;
+//! * `view` — [`LedgerFilesView`], read-only entry lookups for offline tools;
 //! * [`mapped`], [`meta`], [`error`], [`faults`] — segments, metadata files,
 //!   errors and the test-only full disk.
 
@@ -40,6 +41,7 @@ mod reader;
 mod recovery;
 mod room;
 mod scan;
+mod view;
 mod writer;
 
 use std::path::PathBuf;
@@ -57,6 +59,7 @@ pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice, sync_dir};
 pub use meta::LedgerCheckpoint;
 pub use reader::{LedgerEntry, LedgerReader, ReadError};
 pub use recovery::Recovered;
+pub use view::{LedgerFilesView, ViewedEntry};
 
 use jobs::Dirty;
 use scan::{DataSource, scan};

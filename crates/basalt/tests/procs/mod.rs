@@ -138,6 +138,34 @@ impl Proc {
         }
     }
 
+    /// SIGSTOP: the process stays, frozen, as under a long GC pause or a
+    /// stalled VM.
+    pub fn pause(&mut self) {
+        self.signal(19);
+    }
+
+    /// SIGCONT after [`Proc::pause`].
+    pub fn resume(&mut self) {
+        self.signal(18);
+    }
+
+    fn signal(&mut self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: plain kill(2) on our child's pid.
+            unsafe { libc_kill(c.id() as i32, sig) };
+        }
+    }
+
+    /// Lines of this process's output that tracing logged at ERROR level.
+    pub fn error_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(" ERROR "))
+            .map(str::to_string)
+            .collect()
+    }
+
     pub fn is_running(&mut self) -> bool {
         match &mut self.child {
             Some(c) => matches!(c.try_wait(), Ok(None)),
