@@ -294,6 +294,7 @@ impl VoteResult {
     }
 }
 
+/// A voter's answer to a (pre-)vote request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VoteResponse {
     /// The voter's term after handling the request.
@@ -309,6 +310,7 @@ pub struct HeartbeatRequest {
     pub leader_id: NodeId,
 }
 
+/// A follower's answer to a heartbeat, with its term.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeartbeatResponse {
     pub term: i64,
@@ -326,6 +328,7 @@ pub struct TransferRequest {
     pub take_leadership_ledger_index: i64,
 }
 
+/// The answer to a leadership-transfer request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransferResponse {
     pub term: i64,
@@ -340,6 +343,7 @@ pub struct MetadataResponse {
     pub peers: BTreeMap<NodeId, String>,
 }
 
+/// Every request one member sends another; one variant per remoting code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     Vote(VoteRequest),
@@ -349,6 +353,7 @@ pub enum Request {
     Metadata,
 }
 
+/// Every answer, one variant per request kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Response {
     Vote(VoteResponse),
@@ -358,6 +363,7 @@ pub enum Response {
     Metadata(MetadataResponse),
 }
 
+/// A request or a response, with the id that pairs the two.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rpc {
     Request { id: RequestId, body: Request },

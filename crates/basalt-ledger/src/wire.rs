@@ -307,77 +307,10 @@ pub struct DecodedRequest {
 /// Decodes the JSON body of a request with remoting code `code`.
 pub fn decode_request(code: i32, body: &[u8]) -> Result<DecodedRequest, WireError> {
     let (b, request) = match code {
-        VOTE => {
-            let v: WireVoteRequest = parse(code, body)?;
-            let candidate = node(v.base.leader_id.clone()).ok_or_else(|| WireError::Json {
-                code,
-                reason: "vote request without leaderId".into(),
-            })?;
-            let r = Request::Vote(VoteRequest {
-                term: v.base.term,
-                candidate,
-                ledger_end_term: v.ledger_end_term,
-                ledger_end_index: v.ledger_end_index,
-                pre_vote: v.pre_vote,
-            });
-            (v.base, r)
-        }
-        HEART_BEAT => {
-            let b: Base = parse(code, body)?;
-            let leader_id = node(b.leader_id.clone()).ok_or_else(|| WireError::Json {
-                code,
-                reason: "heartbeat without leaderId".into(),
-            })?;
-            let r = Request::Heartbeat(HeartbeatRequest {
-                term: b.term,
-                leader_id,
-            });
-            (b, r)
-        }
-        PUSH => {
-            let p: WirePushRequest = parse(code, body)?;
-            let push_type = PushType::from_name(&p.push_type).ok_or_else(|| WireError::Json {
-                code,
-                reason: format!("unknown push type {:?}", p.push_type),
-            })?;
-            let leader_id = node(p.base.leader_id.clone()).ok_or_else(|| WireError::Json {
-                code,
-                reason: "push without leaderId".into(),
-            })?;
-            let mut entries = Vec::new();
-            if let Some(e) = p.entry {
-                entries.push(e.into_entry()?);
-            }
-            for e in p.batch_entry {
-                entries.push(e.into_entry()?);
-            }
-            let r = Request::Push(PushRequest {
-                term: p.base.term,
-                leader_id,
-                push_type,
-                commit_index: p.commit_index,
-                entries,
-            });
-            (p.base, r)
-        }
-        LEADERSHIP_TRANSFER => {
-            let t: WireTransferRequest = parse(code, body)?;
-            let (Some(transfer_id), Some(transferee_id)) =
-                (node(t.transfer_id), node(t.transferee_id))
-            else {
-                return Err(WireError::Json {
-                    code,
-                    reason: "transfer request without transferId/transfereeId".into(),
-                });
-            };
-            let r = Request::Transfer(TransferRequest {
-                term: t.base.term,
-                transfer_id,
-                transferee_id,
-                take_leadership_ledger_index: t.take_leadership_ledger_index,
-            });
-            (t.base, r)
-        }
+        VOTE => decode_vote_request(code, body)?,
+        HEART_BEAT => decode_heartbeat_request(code, body)?,
+        PUSH => decode_push_request(code, body)?,
+        LEADERSHIP_TRANSFER => decode_transfer_request(code, body)?,
         METADATA => {
             let b: Base = if body.is_empty() {
                 Base::default()
@@ -394,6 +327,80 @@ pub fn decode_request(code: i32, body: &[u8]) -> Result<DecodedRequest, WireErro
         remote_id: node(b.remote_id),
         request,
     })
+}
+
+fn decode_vote_request(code: i32, body: &[u8]) -> Result<(Base, Request), WireError> {
+    let v: WireVoteRequest = parse(code, body)?;
+    let candidate = node(v.base.leader_id.clone()).ok_or_else(|| WireError::Json {
+        code,
+        reason: "vote request without leaderId".into(),
+    })?;
+    let r = Request::Vote(VoteRequest {
+        term: v.base.term,
+        candidate,
+        ledger_end_term: v.ledger_end_term,
+        ledger_end_index: v.ledger_end_index,
+        pre_vote: v.pre_vote,
+    });
+    Ok((v.base, r))
+}
+
+fn decode_heartbeat_request(code: i32, body: &[u8]) -> Result<(Base, Request), WireError> {
+    let b: Base = parse(code, body)?;
+    let leader_id = node(b.leader_id.clone()).ok_or_else(|| WireError::Json {
+        code,
+        reason: "heartbeat without leaderId".into(),
+    })?;
+    let r = Request::Heartbeat(HeartbeatRequest {
+        term: b.term,
+        leader_id,
+    });
+    Ok((b, r))
+}
+
+fn decode_push_request(code: i32, body: &[u8]) -> Result<(Base, Request), WireError> {
+    let p: WirePushRequest = parse(code, body)?;
+    let push_type = PushType::from_name(&p.push_type).ok_or_else(|| WireError::Json {
+        code,
+        reason: format!("unknown push type {:?}", p.push_type),
+    })?;
+    let leader_id = node(p.base.leader_id.clone()).ok_or_else(|| WireError::Json {
+        code,
+        reason: "push without leaderId".into(),
+    })?;
+    let mut entries = Vec::new();
+    if let Some(e) = p.entry {
+        entries.push(e.into_entry()?);
+    }
+    for e in p.batch_entry {
+        entries.push(e.into_entry()?);
+    }
+    let r = Request::Push(PushRequest {
+        term: p.base.term,
+        leader_id,
+        push_type,
+        commit_index: p.commit_index,
+        entries,
+    });
+    Ok((p.base, r))
+}
+
+fn decode_transfer_request(code: i32, body: &[u8]) -> Result<(Base, Request), WireError> {
+    let t: WireTransferRequest = parse(code, body)?;
+    let (Some(transfer_id), Some(transferee_id)) = (node(t.transfer_id), node(t.transferee_id))
+    else {
+        return Err(WireError::Json {
+            code,
+            reason: "transfer request without transferId/transfereeId".into(),
+        });
+    };
+    let r = Request::Transfer(TransferRequest {
+        term: t.base.term,
+        transfer_id,
+        transferee_id,
+        take_leadership_ledger_index: t.take_leadership_ledger_index,
+    });
+    Ok((t.base, r))
 }
 
 /// The JSON body of a response.

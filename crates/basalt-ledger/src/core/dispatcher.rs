@@ -320,32 +320,7 @@ impl EntryDispatcher {
             && self.pending.len() < ctx.cfg.max_pending_per_peer
             && self.throttled_until == 0
         {
-            let mut entries = Vec::new();
-            let mut bytes = 0usize;
-            let mut index = self.write_index;
-            while index <= readable_end {
-                let Some(entry) = ctx.read(index) else {
-                    break;
-                };
-                // DLedger `checkQuotaAndWait`: only a follower far behind is throttled.
-                if ctx.end_index - index > ctx.cfg.max_pending_per_peer as i64
-                    && (ctx.end_pos - entry.pos()) as u64 >= ctx.cfg.peer_push_throttle_point
-                    && let Some(until) =
-                        self.quota
-                            .sample(now, entry.size() as u64, ctx.cfg.peer_push_quota)
-                {
-                    self.throttled_until = until;
-                }
-                bytes += entry.size() as usize;
-                entries.push(entry);
-                index += 1;
-                if !ctx.cfg.batch_push
-                    || bytes >= ctx.cfg.max_batch_push_size
-                    || self.throttled_until != 0
-                {
-                    break;
-                }
-            }
+            let entries = self.next_append_batch(ctx, readable_end);
             if entries.is_empty() {
                 break;
             }
@@ -362,7 +337,52 @@ impl EntryDispatcher {
             self.write_index += count;
             self.last_push = now;
         }
-        // Resend the request the follower is waiting for, if it is overdue.
+        self.resend_overdue_append(ctx);
+        // A stand-alone COMMIT when the follower is caught up and nothing was pushed
+        // for a while.
+        self.caught_up = self.write_index > readable_end;
+        if self.caught_up && now >= self.last_push + ctx.cfg.commit_push_interval {
+            ctx.push(&self.peer, PushType::Commit, Vec::new());
+            self.last_push = now;
+        }
+    }
+
+    /// The entries of the next APPEND from `write_index` (one, or a batch with
+    /// batch push), setting `throttled_until` when the peer's quota runs out.
+    fn next_append_batch(&mut self, ctx: &mut DispatchCtx<'_>, readable_end: i64) -> Vec<Entry> {
+        let now = ctx.now;
+        let mut entries = Vec::new();
+        let mut bytes = 0usize;
+        let mut index = self.write_index;
+        while index <= readable_end {
+            let Some(entry) = ctx.read(index) else {
+                break;
+            };
+            // DLedger `checkQuotaAndWait`: only a follower far behind is throttled.
+            if ctx.end_index - index > ctx.cfg.max_pending_per_peer as i64
+                && (ctx.end_pos - entry.pos()) as u64 >= ctx.cfg.peer_push_throttle_point
+                && let Some(until) =
+                    self.quota
+                        .sample(now, entry.size() as u64, ctx.cfg.peer_push_quota)
+            {
+                self.throttled_until = until;
+            }
+            bytes += entry.size() as usize;
+            entries.push(entry);
+            index += 1;
+            if !ctx.cfg.batch_push
+                || bytes >= ctx.cfg.max_batch_push_size
+                || self.throttled_until != 0
+            {
+                break;
+            }
+        }
+        entries
+    }
+
+    /// Resends the request the follower is waiting for, if it is overdue.
+    fn resend_overdue_append(&mut self, ctx: &mut DispatchCtx<'_>) {
+        let now = ctx.now;
         if let Some((first, p)) = self.pending_holding(self.watermark + 1)
             && now >= p.sent_at + ctx.cfg.max_push_timeout
         {
@@ -384,13 +404,6 @@ impl EntryDispatcher {
                 );
                 self.last_push = now;
             }
-        }
-        // A stand-alone COMMIT when the follower is caught up and nothing was pushed
-        // for a while.
-        self.caught_up = self.write_index > readable_end;
-        if self.caught_up && now >= self.last_push + ctx.cfg.commit_push_interval {
-            ctx.push(&self.peer, PushType::Commit, Vec::new());
-            self.last_push = now;
         }
     }
 

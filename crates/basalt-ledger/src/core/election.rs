@@ -435,27 +435,12 @@ impl LedgerCore {
     // ---- appends ----------------------------------------------------------------------
 
     pub(crate) fn on_client_append(&mut self, client: ClientId, body_lens: Vec<u32>) {
-        let reject = |core: &mut LedgerCore, e: LedgerAppendError| {
-            core.out.push(LedgerCommand::AppendResult {
+        if let Some(e) = self.append_refusal(&body_lens) {
+            self.out.push(LedgerCommand::AppendResult {
                 client,
                 result: Err(e),
             });
-        };
-        if self.poisoned {
-            return reject(self, LedgerAppendError::Poisoned);
-        }
-        if self.role != Role::Leader {
-            let leader_id = self.leader.clone();
-            return reject(self, LedgerAppendError::NotLeader { leader_id });
-        }
-        let Some(ls) = &self.leader_state else {
-            return reject(self, LedgerAppendError::NotLeader { leader_id: None });
-        };
-        if ls.transfer.is_some() {
-            return reject(self, LedgerAppendError::Transferring);
-        }
-        if ls.waiters.len() >= self.cfg.max_pending_requests {
-            return reject(self, LedgerAppendError::Busy);
+            return;
         }
         if body_lens.is_empty() {
             let receipt = AppendReceipt {
@@ -469,34 +454,8 @@ impl LedgerCore {
             });
             return;
         }
-        let max =
-            (max_body_len(self.cfg.data_file_size).max(0) as u64).min(self.cfg.max_entry_body);
-        if let Some(&big) = body_lens.iter().find(|l| **l as u64 > max) {
-            return reject(
-                self,
-                LedgerAppendError::TooLarge {
-                    body_len: big as u64,
-                    max,
-                },
-            );
-        }
         let first_index = self.end_index + 1;
-        let mut entries = Vec::with_capacity(body_lens.len());
-        for len in body_lens {
-            let size = HEADER_SIZE as i64 + len as i64;
-            let pos = match self.place_next(size) {
-                Ok(p) => p,
-                Err(_) => unreachable!("sizes were checked against the file size"),
-            };
-            self.end_index += 1;
-            self.end_pos = pos + size;
-            entries.push(Placement {
-                index: self.end_index,
-                pos,
-                kind: EntryKind::Normal,
-                body_len: len,
-            });
-        }
+        let entries = self.place_leader_entries(body_lens);
         self.end_term = self.term;
         self.wrote_this_step = true;
         let last_index = self.end_index;
@@ -516,6 +475,57 @@ impl LedgerCore {
                 },
             );
         }
+    }
+
+    /// Why an append of entries with these body lengths is refused before anything
+    /// is written; `None` when it may go ahead.
+    fn append_refusal(&self, body_lens: &[u32]) -> Option<LedgerAppendError> {
+        if self.poisoned {
+            return Some(LedgerAppendError::Poisoned);
+        }
+        if self.role != Role::Leader {
+            let leader_id = self.leader.clone();
+            return Some(LedgerAppendError::NotLeader { leader_id });
+        }
+        let Some(ls) = &self.leader_state else {
+            return Some(LedgerAppendError::NotLeader { leader_id: None });
+        };
+        if ls.transfer.is_some() {
+            return Some(LedgerAppendError::Transferring);
+        }
+        if ls.waiters.len() >= self.cfg.max_pending_requests {
+            return Some(LedgerAppendError::Busy);
+        }
+        let max =
+            (max_body_len(self.cfg.data_file_size).max(0) as u64).min(self.cfg.max_entry_body);
+        if let Some(&big) = body_lens.iter().find(|l| **l as u64 > max) {
+            return Some(LedgerAppendError::TooLarge {
+                body_len: big as u64,
+                max,
+            });
+        }
+        None
+    }
+
+    /// Places one entry per body after the log end and advances the mirrored end.
+    fn place_leader_entries(&mut self, body_lens: Vec<u32>) -> Vec<Placement> {
+        let mut entries = Vec::with_capacity(body_lens.len());
+        for len in body_lens {
+            let size = HEADER_SIZE as i64 + len as i64;
+            let pos = match self.place_next(size) {
+                Ok(p) => p,
+                Err(_) => unreachable!("sizes were checked against the file size"),
+            };
+            self.end_index += 1;
+            self.end_pos = pos + size;
+            entries.push(Placement {
+                index: self.end_index,
+                pos,
+                kind: EntryKind::Normal,
+                body_len: len,
+            });
+        }
+        entries
     }
 
     fn expire_waiters(&mut self) {

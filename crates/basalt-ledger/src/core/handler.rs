@@ -362,55 +362,69 @@ impl LedgerCore {
             i <= log.end_index() && matches!(log.entry(i), Ok(Some(ref l)) if l.header == e.header);
         self.note_leader_commit_hint(&w.req);
         if identical {
-            // Cut only on a conflict: when the next local entry is the leader's next
-            // entry, the TRUNCATE was decided on stale information — refuse, and the
-            // leader compares again.
-            if i < log.end_index()
-                && let Some(next) = w.req.entries.get(1)
-                && matches!(log.entry(i + 1), Ok(Some(ref l)) if l.header == next.header)
-            {
-                self.handler.matched = self.handler.matched.max(i + 1);
-                let resp = self.push_response(&w.req, ResponseCode::InconsistentState, log);
-                return self.answer(w.from, w.id, resp);
-            }
-            // Entries this follower already verified against the current leader stay:
-            // the leader may have counted them (its APPENDs race with its COMPARE).
-            let keep = i.max(self.handler.matched);
-            let keep_end_pos = if keep == i {
-                Some(e.header.end_pos())
-            } else {
-                match log.entry(keep) {
-                    Ok(Some(k)) => Some(k.header.end_pos()),
-                    _ => None,
-                }
-            };
-            let Some(keep_end_pos) = keep_end_pos else {
-                let resp = self.push_response(&w.req, ResponseCode::InconsistentState, log);
-                return self.answer(w.from, w.id, resp);
-            };
-            self.handler.matched = keep;
-            if self.end_index > keep {
-                let keep_term = if keep == i {
-                    e.term()
-                } else {
-                    log.term_at(keep).unwrap_or(-1)
-                };
-                self.wrote_this_step = true;
-                self.out.push(LedgerCommand::Truncate {
-                    next_index: keep + 1,
-                    next_pos: keep_end_pos,
-                });
-                self.end_index = keep;
-                self.end_term = keep_term;
-                self.end_pos = keep_end_pos;
-                self.durable_index = self.durable_index.min(keep);
-                self.start_barrier(None);
-            }
-            let resp = self.push_response(&w.req, ResponseCode::Success, log);
-            self.answer_when_durable(w.from, w.id, resp, i);
-            self.advance_follower_commit();
-            return;
+            self.truncate_after_identical(w, e, log);
+        } else {
+            self.truncate_and_rewrite(w, e, log);
         }
+    }
+
+    /// TRUNCATE whose first entry `e` this follower already holds identically: cut
+    /// after it (or after what it verified) only on a conflict.
+    fn truncate_after_identical(&mut self, w: WaitingPush, e: Entry, log: &dyn LogRead) {
+        let i = e.index();
+        // Cut only on a conflict: when the next local entry is the leader's next
+        // entry, the TRUNCATE was decided on stale information — refuse, and the
+        // leader compares again.
+        if i < log.end_index()
+            && let Some(next) = w.req.entries.get(1)
+            && matches!(log.entry(i + 1), Ok(Some(ref l)) if l.header == next.header)
+        {
+            self.handler.matched = self.handler.matched.max(i + 1);
+            let resp = self.push_response(&w.req, ResponseCode::InconsistentState, log);
+            return self.answer(w.from, w.id, resp);
+        }
+        // Entries this follower already verified against the current leader stay:
+        // the leader may have counted them (its APPENDs race with its COMPARE).
+        let keep = i.max(self.handler.matched);
+        let keep_end_pos = if keep == i {
+            Some(e.header.end_pos())
+        } else {
+            match log.entry(keep) {
+                Ok(Some(k)) => Some(k.header.end_pos()),
+                _ => None,
+            }
+        };
+        let Some(keep_end_pos) = keep_end_pos else {
+            let resp = self.push_response(&w.req, ResponseCode::InconsistentState, log);
+            return self.answer(w.from, w.id, resp);
+        };
+        self.handler.matched = keep;
+        if self.end_index > keep {
+            let keep_term = if keep == i {
+                e.term()
+            } else {
+                log.term_at(keep).unwrap_or(-1)
+            };
+            self.wrote_this_step = true;
+            self.out.push(LedgerCommand::Truncate {
+                next_index: keep + 1,
+                next_pos: keep_end_pos,
+            });
+            self.end_index = keep;
+            self.end_term = keep_term;
+            self.end_pos = keep_end_pos;
+            self.durable_index = self.durable_index.min(keep);
+            self.start_barrier(None);
+        }
+        let resp = self.push_response(&w.req, ResponseCode::Success, log);
+        self.answer_when_durable(w.from, w.id, resp, i);
+        self.advance_follower_commit();
+    }
+
+    /// TRUNCATE whose first entry `e` this follower does not hold: rewrite from its
+    /// index.
+    fn truncate_and_rewrite(&mut self, w: WaitingPush, e: Entry, log: &dyn LogRead) {
+        let i = e.index();
         // Rewrite from `i`: keep the prefix if it ends where the leader's entry
         // starts, otherwise drop the whole log and restart at the leader's position.
         let prev = i - 1;

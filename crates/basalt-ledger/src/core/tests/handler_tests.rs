@@ -1,0 +1,389 @@
+//! The follower's handler: ordering, fsync before answers, the truncation
+//! barrier, follower commit, refusals and storage failure.
+
+use super::*;
+
+#[test]
+fn handler_appends_in_order_and_answers_after_fsync() {
+    let mut log = MemLog::new(FILE);
+    let mut f = follower(1, 2, &mut log);
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[2, 2, 2]);
+    let e = |i| lead.entry(i).unwrap().unwrap();
+    // Index 1 arrives first: it waits for 0.
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 11, 2, PushType::Append, -1, vec![e(1)]),
+    );
+    assert!(push_responses(&cmds).is_empty());
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, LedgerCommand::AppendAsFollower { .. }))
+    );
+    // Index 0 arrives: both are written, one sync covers them, no answer yet.
+    let cmds = step(
+        &mut f,
+        &mut log,
+        21,
+        push(0, 1, 10, 2, PushType::Append, 0, vec![e(0)]),
+    );
+    let appended: Vec<i64> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            LedgerCommand::AppendAsFollower { entries } => Some(entries[0].index()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(appended, vec![0, 1]);
+    assert!(
+        push_responses(&cmds).is_empty(),
+        "nothing is acknowledged before the fsync"
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::Sync { through: 1 }))
+    );
+    // The sync completes: both answered, and the leader's commit index (0) applies.
+    let cmds = synced(&mut f, &mut log, 22, &cmds);
+    let answered: Vec<(u64, ResponseCode)> = push_responses(&cmds)
+        .into_iter()
+        .map(|(i, r)| (i, r.code))
+        .collect();
+    assert_eq!(
+        answered,
+        vec![(10, ResponseCode::Success), (11, ResponseCode::Success)]
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::CommitAdvanced { committed_index: 0 }))
+    );
+}
+
+#[test]
+fn handler_repeated_stale_and_gap_requests() {
+    let mut log = MemLog::new(FILE);
+    let mut f = follower(1, 2, &mut log);
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[2, 2, 2, 2]);
+    let e = |i| lead.entry(i).unwrap().unwrap();
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 10, 2, PushType::Append, -1, vec![e(0)]),
+    );
+    let _ = synced(&mut f, &mut log, 20, &cmds);
+    // Stale resend of 0: identical → SUCCESS at once (already durable).
+    let cmds = step(
+        &mut f,
+        &mut log,
+        21,
+        push(0, 1, 12, 2, PushType::Append, -1, vec![e(0)]),
+    );
+    assert_eq!(push_responses(&cmds)[0].1.code, ResponseCode::Success);
+    // Stale but different entry at 0 → INCONSISTENT_STATE.
+    let other = Entry::new(EntryKind::Normal, 0, 1, 0, Bytes::from_static(b"body"));
+    let cmds = step(
+        &mut f,
+        &mut log,
+        22,
+        push(0, 1, 13, 2, PushType::Append, -1, vec![other]),
+    );
+    assert_eq!(
+        push_responses(&cmds)[0].1.code,
+        ResponseCode::InconsistentState
+    );
+    // A gap (3 while the end is 0) waits; the same first index again → REPEATED_PUSH.
+    let cmds = step(
+        &mut f,
+        &mut log,
+        23,
+        push(0, 1, 14, 2, PushType::Append, -1, vec![e(3)]),
+    );
+    assert!(push_responses(&cmds).is_empty());
+    let cmds = step(
+        &mut f,
+        &mut log,
+        24,
+        push(0, 1, 15, 2, PushType::Append, -1, vec![e(3)]),
+    );
+    assert_eq!(
+        push_responses(&cmds)[0],
+        (
+            15,
+            PushResponse {
+                term: 2,
+                code: ResponseCode::RepeatedPush,
+                index: 3,
+                count: 1,
+                begin_index: 0,
+                end_index: 0
+            }
+        )
+    );
+    // After follower_push_wait the gap is reported: the leader re-COMPAREs.
+    let cmds = step(&mut f, &mut log, 23 + 101, Event::Tick);
+    assert_eq!(push_responses(&cmds), vec![(14, inconsistent(3, 2, 0, 0))]);
+}
+
+#[test]
+fn handler_compare_and_truncate_barrier() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1, 1, 1, 1]);
+    log.synced(3);
+    let mut f = follower(1, 2, &mut log);
+    // Leader log: 0,1 (term 1), then 2,3 of term 2.
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[1, 1, 2, 2]);
+    let le = |i| lead.entry(i).unwrap().unwrap();
+    // COMPARE 2: differs → INCONSISTENT_STATE at once.
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 20, 2, PushType::Compare, -1, vec![le(2)]),
+    );
+    assert_eq!(push_responses(&cmds), vec![(20, inconsistent(2, 2, 0, 3))]);
+    // COMPARE 1: identical → SUCCESS (durable already).
+    let cmds = step(
+        &mut f,
+        &mut log,
+        21,
+        push(0, 1, 21, 2, PushType::Compare, -1, vec![le(1)]),
+    );
+    assert_eq!(push_responses(&cmds), vec![(21, ok(1, 1, 2, 3))]);
+    // TRUNCATE at 1 with the leader's 2, which conflicts: cut after 1, sync, answer
+    // after the sync.
+    let cmds = step(
+        &mut f,
+        &mut log,
+        22,
+        push(0, 1, 22, 2, PushType::Truncate, 1, vec![le(1), le(2)]),
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::Truncate { next_index: 2, .. }))
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::Sync { through: 1 }))
+    );
+    // Entry 1 was durable already: the answer may go at once.
+    assert_eq!(push_responses(&cmds), vec![(22, ok(1, 1, 2, 1))]);
+    // An APPEND during the barrier waits: nothing is written before the truncation
+    // is durable.
+    let cmds2 = step(
+        &mut f,
+        &mut log,
+        23,
+        push(0, 1, 23, 2, PushType::Append, 1, vec![le(2)]),
+    );
+    assert!(
+        !cmds2
+            .iter()
+            .any(|c| matches!(c, LedgerCommand::AppendAsFollower { .. }))
+    );
+    let cmds = synced(&mut f, &mut log, 24, &cmds);
+    assert!(cmds.iter().any(
+        |c| matches!(c, LedgerCommand::AppendAsFollower { entries } if entries[0].index() == 2)
+    ));
+    // The leader's commit index (1) applies: it is matched and durable.
+    assert_eq!(f.committed_index(), 1);
+}
+
+#[test]
+fn handler_refuses_a_truncate_decided_on_stale_information() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[2, 2, 2]);
+    log.synced(2);
+    let mut f = follower(1, 2, &mut log);
+    let lead = log.clone();
+    let le = |i| lead.entry(i).unwrap().unwrap();
+    // TRUNCATE at 0, but the follower's 1 is the leader's 1: nothing is cut.
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 30, 2, PushType::Truncate, -1, vec![le(0), le(1)]),
+    );
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, LedgerCommand::Truncate { .. }))
+    );
+    assert_eq!(
+        push_responses(&cmds)[0].1.code,
+        ResponseCode::InconsistentState
+    );
+    assert_eq!(log.end_index(), 2);
+}
+
+#[test]
+fn handler_rejects_appends_on_an_unverified_log() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1, 1]);
+    let mut f = follower(1, 2, &mut log);
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[1, 1, 2]);
+    // The follower's log was never compared with this leader: APPEND of 2 refused.
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(
+            0,
+            1,
+            40,
+            2,
+            PushType::Append,
+            -1,
+            vec![lead.entry(2).unwrap().unwrap()],
+        ),
+    );
+    assert_eq!(push_responses(&cmds), vec![(40, inconsistent(2, 2, 0, 1))]);
+}
+
+#[test]
+fn follower_commit_rules() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[2, 2, 2]);
+    let mut f = follower(1, 2, &mut log);
+    let lead = log.clone();
+    let le = |i| lead.entry(i).unwrap().unwrap();
+    // Verified through 1 by a COMPARE.
+    let _ = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 50, 2, PushType::Compare, -1, vec![le(1)]),
+    );
+    // COMMIT −1 is ignored; COMMIT 9 is clamped to what is verified (1).
+    let _ = step(
+        &mut f,
+        &mut log,
+        21,
+        push(0, 1, 51, 2, PushType::Commit, -1, vec![]),
+    );
+    assert_eq!(f.committed_index(), -1);
+    let _ = step(
+        &mut f,
+        &mut log,
+        22,
+        push(0, 1, 52, 2, PushType::Commit, 9, vec![]),
+    );
+    assert_eq!(f.committed_index(), 1);
+    // Verified through 2: the remembered commit index applies up to 2.
+    let _ = step(
+        &mut f,
+        &mut log,
+        23,
+        push(0, 1, 53, 2, PushType::Compare, -1, vec![le(2)]),
+    );
+    assert_eq!(f.committed_index(), 2);
+    // A COMMIT of an older term changes nothing, and the index never goes back.
+    let _ = step(
+        &mut f,
+        &mut log,
+        24,
+        push(0, 1, 54, 1, PushType::Commit, 100, vec![]),
+    );
+    let _ = step(
+        &mut f,
+        &mut log,
+        25,
+        push(0, 1, 55, 2, PushType::Commit, 0, vec![]),
+    );
+    assert_eq!(f.committed_index(), 2);
+}
+
+#[test]
+fn push_from_an_older_term_is_refused_with_the_current_term() {
+    let mut log = MemLog::new(FILE);
+    let mut f = follower(1, 3, &mut log);
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(2, 1, 60, 2, PushType::Commit, 5, vec![]),
+    );
+    let r = &push_responses(&cmds)[0].1;
+    assert_eq!((r.code, r.term), (ResponseCode::ExpiredTerm, 3));
+}
+
+#[test]
+fn no_campaign_while_a_truncation_is_not_durable() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1, 1, 1]);
+    log.synced(2);
+    let mut f = follower(1, 2, &mut log);
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[1, 2, 2]);
+    let le = |i| lead.entry(i).unwrap().unwrap();
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 70, 2, PushType::Truncate, -1, vec![le(0), le(1)]),
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::Truncate { next_index: 1, .. }))
+    );
+    // The leader goes silent; the election timeout passes while the barrier sync
+    // is still running: no campaign (a leader would append its no-op).
+    let cmds2 = step(&mut f, &mut log, 2000, Event::Tick);
+    assert_eq!(f.role(), Role::Follower);
+    assert!(vote_requests(&cmds2).is_empty());
+    // Once the truncation is durable the member campaigns.
+    let _ = synced(&mut f, &mut log, 2001, &cmds);
+    let cmds = step(&mut f, &mut log, 2100, Event::Tick);
+    assert_eq!(f.role(), Role::PreCandidate);
+    assert!(!vote_requests(&cmds).is_empty());
+}
+
+#[test]
+fn storage_failure_poisons_the_member() {
+    let (mut c, mut log, _, _) = leader_comparing(&[1]);
+    let cmds = step(
+        &mut c,
+        &mut log,
+        402,
+        Event::StorageFailed {
+            reason: "fsync: EIO".into(),
+        },
+    );
+    assert!(c.is_poisoned());
+    assert_eq!(c.role(), Role::Follower, "a poisoned leader steps down");
+    assert!(!cmds.iter().any(|c| matches!(c, LedgerCommand::Sync { .. })));
+    let cmds = step(
+        &mut c,
+        &mut log,
+        403,
+        Event::ClientAppend {
+            client: 1,
+            body_lens: vec![1],
+        },
+    );
+    assert!(cmds.iter().any(|c| matches!(
+        c,
+        LedgerCommand::AppendResult {
+            client: 1,
+            result: Err(LedgerAppendError::Poisoned)
+        }
+    )));
+    // It never campaigns again, and refuses pushes with DISK_ERROR.
+    for t in 1..20 {
+        let cmds = step(&mut c, &mut log, 403 + t * 500, Event::Tick);
+        assert!(vote_requests(&cmds).is_empty());
+    }
+    let cmds = step(
+        &mut c,
+        &mut log,
+        20_000,
+        push(2, 0, 9, 3, PushType::Commit, 0, vec![]),
+    );
+    assert_eq!(push_responses(&cmds)[0].1.code, ResponseCode::DiskError);
+}
