@@ -241,10 +241,26 @@ pub fn check_store_over(
         min_offset: log.files.first().map(|f| f.start).unwrap_or(0),
         ..Default::default()
     };
+    r.layout_errors = layout_errors(&log);
+    scan_records(&log, &mut r)?;
+    let own = CheckedLog {
+        log: &log,
+        min_offset: r.min_offset,
+        end_offset: r.end_offset,
+    };
+    let (records, what) = records.unwrap_or((&own, "the commitlog"));
+    r.queues_checked_against = what.to_string();
+    check_consume_queues(&root.join("consumequeue"), records, &mut r)?;
+    Ok(r)
+}
+
+/// Files that are not the common size or do not follow each other.
+fn layout_errors(log: &ReadOnlyLog) -> Vec<String> {
+    let mut errors = Vec::new();
     let mut prev_end: Option<i64> = None;
     for f in &log.files {
         if f.map.len() != log.file_size {
-            r.layout_errors.push(format!(
+            errors.push(format!(
                 "{} is {} bytes, expected {}",
                 f.path.display(),
                 f.map.len(),
@@ -254,7 +270,7 @@ pub fn check_store_over(
         if let Some(p) = prev_end
             && p != f.start
         {
-            r.layout_errors.push(format!(
+            errors.push(format!(
                 "{} starts at {} but the previous file ends at {p}",
                 f.path.display(),
                 f.start
@@ -263,6 +279,12 @@ pub fn check_store_over(
         prev_end = Some(f.start + log.file_size as i64);
     }
 
+    errors
+}
+
+/// Validates every record of the log, in order, up to the first place it
+/// stops being valid, and records what it found in `r`.
+fn scan_records(log: &ReadOnlyLog, r: &mut CheckReport) -> Result<()> {
     r.end_offset = r.min_offset;
     'files: for (i, f) in log.files.iter().enumerate() {
         let stop = scan_file(&f.map, f.start, 0, true, |v| {
@@ -307,15 +329,7 @@ pub fn check_store_over(
         break 'files;
     }
 
-    let own = CheckedLog {
-        log: &log,
-        min_offset: r.min_offset,
-        end_offset: r.end_offset,
-    };
-    let (records, what) = records.unwrap_or((&own, "the commitlog"));
-    r.queues_checked_against = what.to_string();
-    check_consume_queues(&root.join("consumequeue"), records, &mut r)?;
-    Ok(r)
+    Ok(())
 }
 
 fn check_consume_queues(dir: &Path, records: &dyn RecordLookup, r: &mut CheckReport) -> Result<()> {

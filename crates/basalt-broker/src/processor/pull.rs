@@ -31,6 +31,49 @@ struct PullPlan {
     group_broker_id: i64,
 }
 
+/// The filter of the subscription the consumer registered with its
+/// heartbeat (a pull without the SUBSCRIPTION flag), checked as Java does.
+fn registered_filter(
+    p: &PullPath,
+    h: &PullMessageRequestHeader,
+    broadcast_enabled: bool,
+) -> Result<Arc<SubscriptionFilter>, RemotingCommand> {
+    let Some((model, sub)) = p.clients.pull_view(&h.consumer_group, &h.topic) else {
+        return Err(error(
+            response::SUBSCRIPTION_NOT_EXIST,
+            format!(
+                "the consumer's group info not exist, group: {}",
+                h.consumer_group
+            ),
+        ));
+    };
+    if !broadcast_enabled && model == MessageModel::Broadcasting {
+        return Err(error(
+            response::NO_PERMISSION,
+            format!(
+                "the consumer group[{}] can not consume by broadcast way",
+                h.consumer_group
+            ),
+        ));
+    }
+    let Some(sub) = sub else {
+        return Err(error(
+            response::SUBSCRIPTION_NOT_EXIST,
+            format!(
+                "the consumer's subscription not exist, group: {}",
+                h.consumer_group
+            ),
+        ));
+    };
+    if sub.version < h.sub_version {
+        return Err(error(
+            response::SUBSCRIPTION_NOT_LATEST,
+            "the consumer's subscription not latest",
+        ));
+    }
+    sub.filter.map_err(|e| parse_failed(&sub.expression, &e))
+}
+
 fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCommand> {
     let h = PullMessageRequestHeader::from_ext(&req.ext_fields).map_err(super::bad_header)?;
     super::checks::group(&h.consumer_group)?;
@@ -83,40 +126,7 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
     let filter = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
         own_filter(p, &h)?
     } else {
-        let Some((model, sub)) = p.clients.pull_view(&h.consumer_group, &h.topic) else {
-            return Err(error(
-                response::SUBSCRIPTION_NOT_EXIST,
-                format!(
-                    "the consumer's group info not exist, group: {}",
-                    h.consumer_group
-                ),
-            ));
-        };
-        if !g.consume_broadcast_enable && model == MessageModel::Broadcasting {
-            return Err(error(
-                response::NO_PERMISSION,
-                format!(
-                    "the consumer group[{}] can not consume by broadcast way",
-                    h.consumer_group
-                ),
-            ));
-        }
-        let Some(sub) = sub else {
-            return Err(error(
-                response::SUBSCRIPTION_NOT_EXIST,
-                format!(
-                    "the consumer's subscription not exist, group: {}",
-                    h.consumer_group
-                ),
-            ));
-        };
-        if sub.version < h.sub_version {
-            return Err(error(
-                response::SUBSCRIPTION_NOT_LATEST,
-                "the consumer's subscription not latest",
-            ));
-        }
-        sub.filter.map_err(|e| parse_failed(&sub.expression, &e))?
+        registered_filter(p, &h, g.consume_broadcast_enable)?
     };
     if filter.is_property_filter() && !p.config.enable_property_filter {
         return Err(error(

@@ -232,6 +232,14 @@ pub(super) fn wait_store_msg_ok(props: &[u8]) -> bool {
         .unwrap_or(true)
 }
 
+/// Where a single send is stored and with which properties, as the routing
+/// steps (DLQ, transaction half, timer, delay level) rewrite it.
+struct SendDestination {
+    topic: String,
+    queue_id: i32,
+    props: Vec<u8>,
+}
+
 /// Handles the send codes.
 pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> RemotingCommand {
     let header = match req.code {
@@ -248,7 +256,7 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
     if batch {
         return send_batch(p, channel, &h, &req.body).await;
     }
-    let (topic_cfg, mut queue_id) = match check_send(p, &h, req.body.len()).await {
+    let (topic_cfg, queue_id) = match check_send(p, &h, req.body.len()).await {
         Ok(v) => v,
         Err(resp) => return resp,
     };
@@ -263,110 +271,142 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
             ),
         );
     }
-    let mut props = broker_properties(p, raw_props);
-    let mut topic = h.topic.clone();
-    // The queue the send was for, before any DLQ or delay rewrite: it is
-    // what the response names, as in Java.
-    let chosen_queue = queue_id;
-    let reconsume_times = h.reconsume_times.unwrap_or(0);
-
-    // Retries past the limit go to the group's dead-letter queue.
-    if let Some(group) = topic.strip_prefix(reserved::RETRY_GROUP_PREFIX) {
-        let Some(g) = p.groups.get(group) else {
-            return error(
-                response::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group {group} not exist"),
-            );
-        };
-        let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
-        if reconsume_times >= max {
-            let dlq = basalt_common::topic::dlq_topic(group);
-            if let Err(resp) = ensure_group_topic(p, &dlq, 1).await {
-                return resp;
-            }
-            props = properties::without(&props, &[property::DELAY]);
-            topic = dlq;
-            queue_id = 0;
-        }
-    }
-
-    // A transaction's half message waits in the half topic for its
-    // producer's decision (crate::transaction); it takes no delay.
-    let transaction_id = if prepared {
-        props = properties::without(&props, &[property::DELAY]);
-        let txid = properties::find(&props, property::UNIQ_KEY)
-            .map(|u| String::from_utf8_lossy(u).into_owned());
-        props = crate::transaction::messages::half_properties(&props, &topic, queue_id);
-        topic = reserved::TRANS_HALF_TOPIC.to_string();
-        queue_id = 0;
-        txid
-    } else {
-        None
+    let mut dest = SendDestination {
+        topic: h.topic.clone(),
+        queue_id,
+        props: broker_properties(p, raw_props),
     };
+    if let Err(resp) = route_exhausted_retry(p, &h, &mut dest).await {
+        return resp;
+    }
+    let transaction_id = prepared.then(|| route_half(&mut dest)).flatten();
+    if let Err(resp) = route_delay_or_timer(p, &h, &mut dest) {
+        return resp;
+    }
+    let draft = RecordDraft {
+        topic: &dest.topic,
+        queue_id: dest.queue_id,
+        flag: h.flag,
+        sys_flag: record_sys_flag(h.sys_flag, topic_cfg.topic_filter_type, prepared),
+        born_timestamp: h.born_timestamp,
+        born_host: channel.remote_addr(),
+        store_host: p.config.broker_addr(),
+        reconsume_times: h.reconsume_times.unwrap_or(0),
+        prepared_transaction_offset: 0,
+        body: &req.body,
+        properties: &dest.props,
+    };
+    let r = p.writer.put(&[draft], wait_store_msg_ok(&dest.props)).await;
+    // The response names the queue the send was for, before any DLQ or
+    // delay rewrite, as in Java.
+    response_for(p, &r, queue_id, transaction_id)
+}
 
-    // A delay level sends the message through the schedule topic.
-    let delay_level = properties::find(&props, property::DELAY)
+/// A retry past the group's limit goes to the group's dead-letter queue.
+async fn route_exhausted_retry(
+    p: &SendPath,
+    h: &SendMessageRequestHeader,
+    dest: &mut SendDestination,
+) -> Result<(), RemotingCommand> {
+    let Some(group) = dest.topic.strip_prefix(reserved::RETRY_GROUP_PREFIX) else {
+        return Ok(());
+    };
+    let Some(g) = p.groups.get(group) else {
+        return Err(error(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group {group} not exist"),
+        ));
+    };
+    let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
+    if h.reconsume_times.unwrap_or(0) >= max {
+        let dlq = basalt_common::topic::dlq_topic(group);
+        ensure_group_topic(p, &dlq, 1).await?;
+        dest.props = properties::without(&dest.props, &[property::DELAY]);
+        dest.topic = dlq;
+        dest.queue_id = 0;
+    }
+    Ok(())
+}
+
+/// A transaction's half message waits in the half topic for its producer's
+/// decision (crate::transaction); it takes no delay. Returns its
+/// transaction id (the message's unique key).
+fn route_half(dest: &mut SendDestination) -> Option<String> {
+    dest.props = properties::without(&dest.props, &[property::DELAY]);
+    let txid = properties::find(&dest.props, property::UNIQ_KEY)
+        .map(|u| String::from_utf8_lossy(u).into_owned());
+    dest.props =
+        crate::transaction::messages::half_properties(&dest.props, &dest.topic, dest.queue_id);
+    dest.topic = reserved::TRANS_HALF_TOPIC.to_string();
+    dest.queue_id = 0;
+    txid
+}
+
+/// A delay level sends the message through the schedule topic; a timer
+/// property through the timer topic. A delay level wins over a timer, as in
+/// RocketMQ (only normal and committed messages are scheduled).
+fn route_delay_or_timer(
+    p: &SendPath,
+    h: &SendMessageRequestHeader,
+    dest: &mut SendDestination,
+) -> Result<(), RemotingCommand> {
+    let delay_level = properties::find(&dest.props, property::DELAY)
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.trim().parse::<i32>().ok())
         .unwrap_or(0);
-    // A timer property sends the message through the timer topic; a delay
-    // level wins over it, as in RocketMQ (only normal and committed
-    // messages are scheduled).
-    if delay_level > 0 {
-        if timers::has_timer_property(&props) {
-            props = timers::strip_timer_properties(&props);
-        }
-    } else if sysflag::is_consumable(h.sys_flag) {
-        match timers::decide(&props, now_millis(), &p.config) {
-            Err(refused) => return error(refused.code, refused.remark),
-            Ok(TimerDecision::Timer { out_ms }) => {
-                props = timers::timer_topic_properties(&props, out_ms, &topic, queue_id);
-                topic = reserved::TIMER_TOPIC.to_string();
-                queue_id = 0;
+    if delay_level <= 0 {
+        if sysflag::is_consumable(h.sys_flag) {
+            match timers::decide(&dest.props, now_millis(), &p.config) {
+                Err(refused) => return Err(error(refused.code, refused.remark)),
+                Ok(TimerDecision::Timer { out_ms }) => {
+                    dest.props = timers::timer_topic_properties(
+                        &dest.props,
+                        out_ms,
+                        &dest.topic,
+                        dest.queue_id,
+                    );
+                    dest.topic = reserved::TIMER_TOPIC.to_string();
+                    dest.queue_id = 0;
+                }
+                Ok(TimerDecision::NotTimer | TimerDecision::DueNow) => {}
             }
-            Ok(TimerDecision::NotTimer | TimerDecision::DueNow) => {}
         }
+        return Ok(());
     }
+    let mut props = if timers::has_timer_property(&dest.props) {
+        timers::strip_timer_properties(&dest.props)
+    } else {
+        std::mem::take(&mut dest.props)
+    };
+    let level = delay_level.min(p.delays.max_level());
+    props = properties::without(
+        &props,
+        &[property::DELAY, property::REAL_TOPIC, property::REAL_QID],
+    );
+    properties::append(&mut props, property::DELAY, &level.to_string());
+    properties::append(&mut props, property::REAL_TOPIC, &dest.topic);
+    properties::append(&mut props, property::REAL_QID, &dest.queue_id.to_string());
+    dest.props = props;
+    dest.topic = reserved::SCHEDULE_TOPIC.to_string();
+    dest.queue_id = level - 1;
+    Ok(())
+}
 
-    if delay_level > 0 {
-        let level = delay_level.min(p.delays.max_level());
-        props = properties::without(
-            &props,
-            &[property::DELAY, property::REAL_TOPIC, property::REAL_QID],
-        );
-        properties::append(&mut props, property::DELAY, &level.to_string());
-        properties::append(&mut props, property::REAL_TOPIC, &topic);
-        properties::append(&mut props, property::REAL_QID, &queue_id.to_string());
-        topic = reserved::SCHEDULE_TOPIC.to_string();
-        queue_id = level - 1;
-    }
-
-    let mut sys_flag = h.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);
-    if topic_cfg.topic_filter_type == TagMode::MultiTag {
+/// The stored record's sysFlag: the client's, without its host flags (the
+/// broker sets those), with MULTI_TAGS for a multi-tag topic, and a half
+/// message stored as a plain message of the half topic (it gets a unit there).
+fn record_sys_flag(client_flag: i32, filter: TagMode, prepared: bool) -> i32 {
+    let mut sys_flag = client_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);
+    if filter == TagMode::MultiTag {
         sys_flag |= sysflag::MULTI_TAGS;
     }
     if prepared {
-        // Stored as a plain message of the half topic: it gets a unit there.
         sys_flag = crate::transaction::messages::with_transaction_type(
             sys_flag,
             sysflag::TRANSACTION_NOT_TYPE,
         );
     }
-    let draft = RecordDraft {
-        topic: &topic,
-        queue_id,
-        flag: h.flag,
-        sys_flag,
-        born_timestamp: h.born_timestamp,
-        born_host: channel.remote_addr(),
-        store_host: p.config.broker_addr(),
-        reconsume_times,
-        prepared_transaction_offset: 0,
-        body: &req.body,
-        properties: &props,
-    };
-    let r = p.writer.put(&[draft], wait_store_msg_ok(&props)).await;
-    response_for(p, &r, chosen_queue, transaction_id)
+    sys_flag
 }
 
 /// Whether a send is a transaction's half message: `TRAN_MSG=true`, except
@@ -388,29 +428,9 @@ async fn send_batch(
     h: &SendMessageRequestHeader,
     body: &Bytes,
 ) -> RemotingCommand {
-    if h.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
-        return error(
-            response::MESSAGE_ILLEGAL,
-            "a batch cannot be sent to a retry topic",
-        );
-    }
-    // The whole batch counts against the message size limit, as in
-    // RocketMQ: a body of many tiny entries cannot become millions of
-    // records under the put lock.
-    if body.len() > p.config.max_message_size {
-        return error(
-            response::MESSAGE_ILLEGAL,
-            format!(
-                "the batch body size {} is over the limit {}",
-                body.len(),
-                p.config.max_message_size
-            ),
-        );
-    }
-    let entries = match basalt_common::batch::decode(body) {
-        Ok(e) if !e.is_empty() => e,
-        Ok(_) => return error(response::MESSAGE_ILLEGAL, "empty batch"),
-        Err(e) => return error(response::MESSAGE_ILLEGAL, format!("bad batch body: {e}")),
+    let entries = match decode_batch(p, h, body) {
+        Ok(e) => e,
+        Err(resp) => return resp,
     };
     let largest = entries.iter().map(|e| e.body.len()).max().unwrap_or(0);
     let (topic_cfg, queue_id) = match check_send(p, h, largest).await {
@@ -418,37 +438,11 @@ async fn send_batch(
         Err(resp) => return resp,
     };
     let batch_props = h.properties.as_deref().unwrap_or("").as_bytes();
-    if is_half_message(batch_props, 0) || entries.iter().any(|e| is_half_message(&e.properties, 0))
-    {
-        return error(
-            response::MESSAGE_ILLEGAL,
-            "batch message does not support transaction",
-        );
-    }
-    let wait = wait_store_msg_ok(batch_props);
-    let props: Vec<Vec<u8>> = entries
-        .iter()
-        .map(|e| broker_properties(p, &e.properties))
-        .collect();
-    if props
-        .iter()
-        .any(|p| properties::find(p, property::DELAY).is_some_and(|d| d != b"0"))
-    {
-        return error(
-            response::MESSAGE_ILLEGAL,
-            "a batch cannot carry a delay level",
-        );
-    }
-    if props.iter().any(|p| timers::has_timer_property(p)) {
-        return error(
-            response::MESSAGE_ILLEGAL,
-            "a batch cannot carry timer properties (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, __STARTDELIVERTIME)",
-        );
-    }
-    let mut sys_flag = h.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6);
-    if topic_cfg.topic_filter_type == TagMode::MultiTag {
-        sys_flag |= sysflag::MULTI_TAGS;
-    }
+    let props = match batch_entry_properties(p, batch_props, &entries) {
+        Ok(props) => props,
+        Err(resp) => return resp,
+    };
+    let sys_flag = record_sys_flag(h.sys_flag, topic_cfg.topic_filter_type, false);
     let born_host = channel.remote_addr();
     let store_host = p.config.broker_addr();
     let drafts: Vec<RecordDraft<'_>> = entries
@@ -468,8 +462,127 @@ async fn send_batch(
             properties: p,
         })
         .collect();
-    let r = p.writer.put(&drafts, wait).await;
+    let r = p.writer.put(&drafts, wait_store_msg_ok(batch_props)).await;
     response_for(p, &r, queue_id, None)
+}
+
+/// The entries of a batch body, refused when the batch cannot be taken: to
+/// a retry topic, over the size limit (the whole batch counts, as in
+/// RocketMQ: a body of many tiny entries cannot become millions of records
+/// under the put lock), empty or undecodable.
+fn decode_batch(
+    p: &SendPath,
+    h: &SendMessageRequestHeader,
+    body: &Bytes,
+) -> Result<Vec<basalt_common::batch::BatchEntry>, RemotingCommand> {
+    if h.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
+        return Err(error(
+            response::MESSAGE_ILLEGAL,
+            "a batch cannot be sent to a retry topic",
+        ));
+    }
+    if body.len() > p.config.max_message_size {
+        return Err(error(
+            response::MESSAGE_ILLEGAL,
+            format!(
+                "the batch body size {} is over the limit {}",
+                body.len(),
+                p.config.max_message_size
+            ),
+        ));
+    }
+    match basalt_common::batch::decode(body) {
+        Ok(e) if !e.is_empty() => Ok(e),
+        Ok(_) => Err(error(response::MESSAGE_ILLEGAL, "empty batch")),
+        Err(e) => Err(error(
+            response::MESSAGE_ILLEGAL,
+            format!("bad batch body: {e}"),
+        )),
+    }
+}
+
+/// Each entry's stored properties. A batch carries no transaction, delay
+/// level or timer.
+fn batch_entry_properties(
+    p: &SendPath,
+    batch_props: &[u8],
+    entries: &[basalt_common::batch::BatchEntry],
+) -> Result<Vec<Vec<u8>>, RemotingCommand> {
+    if is_half_message(batch_props, 0) || entries.iter().any(|e| is_half_message(&e.properties, 0))
+    {
+        return Err(error(
+            response::MESSAGE_ILLEGAL,
+            "batch message does not support transaction",
+        ));
+    }
+    let props: Vec<Vec<u8>> = entries
+        .iter()
+        .map(|e| broker_properties(p, &e.properties))
+        .collect();
+    if props
+        .iter()
+        .any(|p| properties::find(p, property::DELAY).is_some_and(|d| d != b"0"))
+    {
+        return Err(error(
+            response::MESSAGE_ILLEGAL,
+            "a batch cannot carry a delay level",
+        ));
+    }
+    if props.iter().any(|p| timers::has_timer_property(p)) {
+        return Err(error(
+            response::MESSAGE_ILLEGAL,
+            "a batch cannot carry timer properties (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, __STARTDELIVERTIME)",
+        ));
+    }
+    Ok(props)
+}
+
+/// The properties of a failed message's retry copy: its own, without CRC
+/// and delay, naming the topic it came from and the original message id.
+fn retry_properties(h: &ConsumerSendMsgBackRequestHeader, v: &RecordView<'_>) -> Vec<u8> {
+    let mut props = properties::without(v.properties, &[property::CRC32, property::DELAY]);
+    if properties::find(&props, property::RETRY_TOPIC).is_none() {
+        properties::append(&mut props, property::RETRY_TOPIC, &v.topic_str());
+    }
+    if properties::find(&props, property::ORIGIN_MESSAGE_ID).is_none() {
+        let origin = h
+            .origin_msg_id
+            .clone()
+            .or_else(|| {
+                properties::find(v.properties, property::UNIQ_KEY)
+                    .map(|u| String::from_utf8_lossy(u).into_owned())
+            })
+            .unwrap_or_else(|| basalt_common::msgid::encode(v.store_host, v.physical_offset));
+        properties::append(&mut props, property::ORIGIN_MESSAGE_ID, &origin);
+    }
+    props
+}
+
+/// Where a failed message goes: the group's DLQ past its retry limit (or
+/// when the consumer asks with a negative delay level), otherwise a random
+/// queue of its retry topic with a delay level. Returns (topic, queue id,
+/// delay level; 0 for none).
+async fn send_back_destination(
+    p: &SendPath,
+    h: &ConsumerSendMsgBackRequestHeader,
+    g: &crate::metadata::formats::SubscriptionGroupConfig,
+    reconsume: i32,
+) -> Result<(String, i32, i32), RemotingCommand> {
+    let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
+    if reconsume >= max || h.delay_level < 0 {
+        let dlq = basalt_common::topic::dlq_topic(&h.group);
+        ensure_group_topic(p, &dlq, 1).await?;
+        return Ok((dlq, 0, 0));
+    }
+    let retry = basalt_common::topic::retry_topic(&h.group);
+    let t = ensure_group_topic(p, &retry, g.retry_queue_nums).await?;
+    let qid = rand::rng().random_range(0..t.write_queue_nums.max(1));
+    let level = if h.delay_level == 0 {
+        3 + reconsume
+    } else {
+        h.delay_level
+    };
+    Ok((retry, qid, level.min(p.delays.max_level())))
 }
 
 /// CONSUMER_SEND_MSG_BACK: a consumer failed a message; store a copy for a
@@ -510,43 +623,11 @@ pub async fn send_back(p: &SendPath, channel: &Channel, req: &RemotingCommand) -
             );
         }
     };
-    let orig_topic = v.topic_str().into_owned();
-    let mut props = properties::without(v.properties, &[property::CRC32, property::DELAY]);
-    if properties::find(&props, property::RETRY_TOPIC).is_none() {
-        properties::append(&mut props, property::RETRY_TOPIC, &orig_topic);
-    }
-    if properties::find(&props, property::ORIGIN_MESSAGE_ID).is_none() {
-        let origin = h
-            .origin_msg_id
-            .clone()
-            .or_else(|| {
-                properties::find(v.properties, property::UNIQ_KEY)
-                    .map(|u| String::from_utf8_lossy(u).into_owned())
-            })
-            .unwrap_or_else(|| basalt_common::msgid::encode(v.store_host, v.physical_offset));
-        properties::append(&mut props, property::ORIGIN_MESSAGE_ID, &origin);
-    }
+    let mut props = retry_properties(&h, &v);
     let reconsume = v.reconsume_times;
-    let max = h.max_reconsume_times.unwrap_or(g.retry_max_times);
-    let (topic, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
-        let dlq = basalt_common::topic::dlq_topic(&h.group);
-        if let Err(resp) = ensure_group_topic(p, &dlq, 1).await {
-            return resp;
-        }
-        (dlq, 0, 0)
-    } else {
-        let retry = basalt_common::topic::retry_topic(&h.group);
-        let t = match ensure_group_topic(p, &retry, g.retry_queue_nums).await {
-            Ok(t) => t,
-            Err(resp) => return resp,
-        };
-        let qid = rand::rng().random_range(0..t.write_queue_nums.max(1));
-        let level = if h.delay_level == 0 {
-            3 + reconsume
-        } else {
-            h.delay_level
-        };
-        (retry, qid, level.min(p.delays.max_level()))
+    let (topic, queue_id, delay) = match send_back_destination(p, &h, &g, reconsume).await {
+        Ok(d) => d,
+        Err(resp) => return resp,
     };
     let (store_topic, store_qid) = if delay > 0 {
         properties::append(&mut props, property::DELAY, &delay.to_string());

@@ -380,19 +380,10 @@ impl LedgerMode {
         let Some(first) = drafts.first() else {
             return PutMessageResult::failed(PutMessageStatus::MessageIllegal, "empty batch");
         };
-        let mut bodies = Vec::with_capacity(drafts.len());
-        for d in drafts {
-            let mut v = Vec::with_capacity(d.encoded_len() + 32);
-            let r = if append_crc {
-                d.encode_with_crc_trailer(&mut v)
-            } else {
-                d.encode_into(&mut v)
-            };
-            if let Err(e) = r {
-                return PutMessageResult::failed(PutMessageStatus::MessageIllegal, e.to_string());
-            }
-            bodies.push(BytesMut::from(&v[..]));
-        }
+        let bodies = match encode_bodies(drafts, append_crc) {
+            Ok(b) => b,
+            Err(failed) => return failed,
+        };
         let topic = first.topic.to_string();
         let queue_id = first.queue_id;
         let consumable = sysflag::is_consumable(first.sys_flag);
@@ -429,43 +420,8 @@ impl LedgerMode {
                 bytes,
             });
         };
-        match self.handle.append(bodies, stamp).await {
-            Ok(_) => {
-                let Some(placed) = placed.lock().take() else {
-                    return PutMessageResult::failed(
-                        PutMessageStatus::UnknownError,
-                        "append committed without a placement",
-                    );
-                };
-                let offsets = placed.phys_offsets;
-                PutMessageResult::ok(AppendResult {
-                    wrote_offset: offsets[0],
-                    wrote_bytes: placed.bytes,
-                    queue_offset: placed.first_queue_offset,
-                    msg_count: offsets.len(),
-                    store_timestamp: placed.store_timestamp,
-                    batch_offsets: if offsets.len() > 1 {
-                        offsets
-                    } else {
-                        Vec::new()
-                    },
-                })
-            }
-            // Written, but not known to be committed: the producer sees the
-            // same status as a SYNC_MASTER whose slave did not confirm in time.
-            Err(e @ (LedgerError::Timeout | LedgerError::LeadershipLost)) => PutMessageResult {
-                status: PutMessageStatus::FlushSlaveTimeout,
-                append: None,
-                detail: Some(e.to_string()),
-            },
-            Err(LedgerError::TooLarge { body_len, max }) => PutMessageResult::failed(
-                PutMessageStatus::MessageIllegal,
-                format!("message of {body_len} bytes exceeds the ledger's {max}"),
-            ),
-            Err(e) => {
-                PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, e.to_string())
-            }
-        }
+        let appended = self.handle.append(bodies, stamp).await;
+        put_result(appended.map(|_| placed.lock().take()))
     }
 
     /// Dispatches committed entries, in order, forever. An entry whose
@@ -541,6 +497,69 @@ impl LedgerMode {
         self.handle.shutdown().await;
         // Another process may start this member now.
         self.lock.lock().take();
+    }
+}
+
+/// Each draft encoded as a ledger entry body, with the CRC trailer when
+/// asked; a draft that cannot be encoded fails the whole send.
+fn encode_bodies(
+    drafts: &[RecordDraft<'_>],
+    append_crc: bool,
+) -> Result<Vec<BytesMut>, PutMessageResult> {
+    let mut bodies = Vec::with_capacity(drafts.len());
+    for d in drafts {
+        let mut v = Vec::with_capacity(d.encoded_len() + 32);
+        let r = if append_crc {
+            d.encode_with_crc_trailer(&mut v)
+        } else {
+            d.encode_into(&mut v)
+        };
+        if let Err(e) = r {
+            return Err(PutMessageResult::failed(
+                PutMessageStatus::MessageIllegal,
+                e.to_string(),
+            ));
+        }
+        bodies.push(BytesMut::from(&v[..]));
+    }
+    Ok(bodies)
+}
+
+/// The send's result from the ledger append's: where the stamp callback put
+/// the records once they committed, or the status a failure maps to.
+fn put_result(appended: Result<Option<StampedSend>, LedgerError>) -> PutMessageResult {
+    match appended {
+        Ok(None) => PutMessageResult::failed(
+            PutMessageStatus::UnknownError,
+            "append committed without a placement",
+        ),
+        Ok(Some(placed)) => {
+            let offsets = placed.phys_offsets;
+            PutMessageResult::ok(AppendResult {
+                wrote_offset: offsets[0],
+                wrote_bytes: placed.bytes,
+                queue_offset: placed.first_queue_offset,
+                msg_count: offsets.len(),
+                store_timestamp: placed.store_timestamp,
+                batch_offsets: if offsets.len() > 1 {
+                    offsets
+                } else {
+                    Vec::new()
+                },
+            })
+        }
+        // Written, but not known to be committed: the producer sees the
+        // same status as a SYNC_MASTER whose slave did not confirm in time.
+        Err(e @ (LedgerError::Timeout | LedgerError::LeadershipLost)) => PutMessageResult {
+            status: PutMessageStatus::FlushSlaveTimeout,
+            append: None,
+            detail: Some(e.to_string()),
+        },
+        Err(LedgerError::TooLarge { body_len, max }) => PutMessageResult::failed(
+            PutMessageStatus::MessageIllegal,
+            format!("message of {body_len} bytes exceeds the ledger's {max}"),
+        ),
+        Err(e) => PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, e.to_string()),
     }
 }
 

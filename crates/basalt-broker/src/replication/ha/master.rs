@@ -171,56 +171,8 @@ impl HaMaster {
         conn: &Arc<SlaveConnection>,
     ) -> std::io::Result<()> {
         let (mut rd, mut wr) = stream.into_split();
-        // The slave speaks first: its max offset.
-        let mut buf = [0u8; 8];
-        tokio::time::timeout(self.cfg.housekeeping_interval, rd.read_exact(&mut buf))
-            .await
-            .map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "no offset report from the slave",
-                )
-            })??;
-        let reported = i64::from_be_bytes(buf);
-        let log = self.store.commit_log();
-        let mut next = if reported == 0 {
-            // An empty slave copies everything the master still has.
-            log.min_offset()
-        } else {
-            reported
-        };
-        if next > log.max_offset() {
-            return Err(std::io::Error::other(format!(
-                "slave reports offset {next}, past the master's end {}: the logs diverge",
-                log.max_offset()
-            )));
-        }
-        conn.sent.store(next, Ordering::Release);
-        self.record_ack(conn, reported);
-        tracing::info!(slave = %conn.addr, from = next, "HA transfer starts");
-
-        // Reader: offset reports.
-        let reader = {
-            let me = Arc::clone(self);
-            let conn = Arc::clone(conn);
-            let housekeeping = self.cfg.housekeeping_interval;
-            tokio::spawn(async move {
-                let mut buf = [0u8; 8];
-                loop {
-                    match tokio::time::timeout(housekeeping, rd.read_exact(&mut buf)).await {
-                        Ok(Ok(_)) => me.record_ack(&conn, i64::from_be_bytes(buf)),
-                        Ok(Err(e)) => return Err::<(), std::io::Error>(e),
-                        Err(_) => {
-                            return Err(std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                "no report from the slave for the housekeeping interval",
-                            ));
-                        }
-                    }
-                }
-            })
-        };
-
+        let mut next = self.transfer_start(&mut rd, conn).await?;
+        let reader = self.spawn_report_reader(rd, conn);
         let dispatch = self
             .store
             .dispatch_service()
@@ -263,6 +215,70 @@ impl HaMaster {
         .await;
         reader.abort();
         result
+    }
+
+    /// Reads the slave's first offset report (it speaks first) and returns
+    /// where the transfer starts: there, or for an empty slave at the
+    /// master's oldest data. A report past the master's end means the logs
+    /// diverge.
+    async fn transfer_start(
+        &self,
+        rd: &mut tokio::net::tcp::OwnedReadHalf,
+        conn: &Arc<SlaveConnection>,
+    ) -> std::io::Result<i64> {
+        let mut buf = [0u8; 8];
+        tokio::time::timeout(self.cfg.housekeeping_interval, rd.read_exact(&mut buf))
+            .await
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no offset report from the slave",
+                )
+            })??;
+        let reported = i64::from_be_bytes(buf);
+        let log = self.store.commit_log();
+        let next = if reported == 0 {
+            log.min_offset()
+        } else {
+            reported
+        };
+        if next > log.max_offset() {
+            return Err(std::io::Error::other(format!(
+                "slave reports offset {next}, past the master's end {}: the logs diverge",
+                log.max_offset()
+            )));
+        }
+        conn.sent.store(next, Ordering::Release);
+        self.record_ack(conn, reported);
+        tracing::info!(slave = %conn.addr, from = next, "HA transfer starts");
+        Ok(next)
+    }
+
+    /// Reads the slave's offset reports until the connection fails or stays
+    /// silent for the housekeeping interval.
+    fn spawn_report_reader(
+        self: &Arc<Self>,
+        mut rd: tokio::net::tcp::OwnedReadHalf,
+        conn: &Arc<SlaveConnection>,
+    ) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        let me = Arc::clone(self);
+        let conn = Arc::clone(conn);
+        let housekeeping = self.cfg.housekeeping_interval;
+        tokio::spawn(async move {
+            let mut buf = [0u8; 8];
+            loop {
+                match tokio::time::timeout(housekeeping, rd.read_exact(&mut buf)).await {
+                    Ok(Ok(_)) => me.record_ack(&conn, i64::from_be_bytes(buf)),
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "no report from the slave for the housekeeping interval",
+                        ));
+                    }
+                }
+            }
+        })
     }
 
     fn record_ack(&self, conn: &SlaveConnection, reported: i64) {
