@@ -348,6 +348,33 @@ pub struct RecordView<'a> {
     pub properties: &'a [u8],
 }
 
+/// Checks a whole record's CRC. The whole-record CRC of the trailer covers
+/// the body and the BODYCRC field, so when a record has one, checking it
+/// alone is enough (and reads the body once); otherwise the body CRC.
+fn check_record_crc(whole: &[u8], body: &[u8], body_crc: u32) -> Result<(), CodecError> {
+    let total = whole.len();
+    if !has_crc_trailer(whole) {
+        let computed = masked_crc32(body);
+        if computed != body_crc {
+            return Err(CodecError::BadCrc {
+                at: pos::BODY_CRC,
+                stored: body_crc,
+                computed,
+            });
+        }
+        return Ok(());
+    }
+    let computed = masked_crc32(&whole[..total - CRC_TRAILER_LEN]);
+    match trailer_crc(whole) {
+        Some(stored) if stored == computed => Ok(()),
+        stored => Err(CodecError::BadCrc {
+            at: total - 11,
+            stored: stored.unwrap_or(u32::MAX),
+            computed,
+        }),
+    }
+}
+
 impl<'a> RecordView<'a> {
     /// Parses the record at the start of `buf`, checking the magic, that every
     /// length agrees with TOTALSIZE and, if `check_crc`, the body CRC.
@@ -385,20 +412,7 @@ impl<'a> RecordView<'a> {
         let prepared_transaction_offset = r.i64("PREPARED_TRANSACTION_OFFSET")?;
         let body_len = r.len_i32("BODYLEN")?;
         let body = r.bytes("BODY", body_len)?;
-        let topic_len = if magic == MAGIC_V2 {
-            r.len_i16("TOPICLEN")?
-        } else {
-            // V1 stores the length in a signed byte; Java reads it with get().
-            let b = r.bytes("TOPICLEN", 1)?[0] as i8;
-            if b < 0 {
-                return Err(CodecError::BadLength {
-                    what: "TOPICLEN",
-                    value: b as i64,
-                    at: r.at - 1,
-                });
-            }
-            b as usize
-        };
+        let topic_len = r.topic_len(magic)?;
         let topic = r.bytes("TOPIC", topic_len)?;
         let properties_len = r.len_i16("PROPERTIESLEN")?;
         let properties = r.bytes("PROPERTIES", properties_len)?;
@@ -410,32 +424,7 @@ impl<'a> RecordView<'a> {
             });
         }
         if check_crc {
-            let whole = &buf[..total];
-            // The whole-record CRC covers the body and the BODYCRC field, so
-            // when a record has one, checking it alone is enough (and reads
-            // the body once).
-            if !has_crc_trailer(whole) {
-                let computed = masked_crc32(body);
-                if computed != body_crc {
-                    return Err(CodecError::BadCrc {
-                        at: pos::BODY_CRC,
-                        stored: body_crc,
-                        computed,
-                    });
-                }
-            } else {
-                let computed = masked_crc32(&whole[..total - CRC_TRAILER_LEN]);
-                match trailer_crc(whole) {
-                    Some(stored) if stored == computed => {}
-                    stored => {
-                        return Err(CodecError::BadCrc {
-                            at: total - 11,
-                            stored: stored.unwrap_or(u32::MAX),
-                            computed,
-                        });
-                    }
-                }
-            }
+            check_record_crc(&buf[..total], body, body_crc)?;
         }
         Ok(RecordView {
             bytes: &buf[..total],
@@ -661,6 +650,22 @@ impl<'a> Reader<'a> {
             });
         }
         Ok(v as usize)
+    }
+    /// TOPICLEN: a 2-byte length in V2 records; in V1 a signed byte (Java
+    /// reads it with get()), so a negative one is refused.
+    fn topic_len(&mut self, magic: i32) -> Result<usize, CodecError> {
+        if magic == MAGIC_V2 {
+            return self.len_i16("TOPICLEN");
+        }
+        let b = self.bytes("TOPICLEN", 1)?[0] as i8;
+        if b < 0 {
+            return Err(CodecError::BadLength {
+                what: "TOPICLEN",
+                value: b as i64,
+                at: self.at - 1,
+            });
+        }
+        Ok(b as usize)
     }
     fn host(&mut self, what: &'static str, v6: bool) -> Result<SocketAddr, CodecError> {
         let ip: IpAddr = if v6 {
