@@ -1,0 +1,182 @@
+//! Opening a `MessageStore`: lock, load, recover, start the services.
+
+use super::*;
+
+impl MessageStore {
+    /// Opens (creating if needed) the store at `config.root_dir`: takes the
+    /// lock, loads and recovers every file, writes the abort marker and starts
+    /// the services.
+    pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>> {
+        Self::open_with_delays(config, DelayLevels::default())
+    }
+
+    pub fn open_with_delays(config: StoreConfig, delays: DelayLevels) -> Result<Arc<MessageStore>> {
+        Self::open_with_source(config, delays, MessageSource::CommitLog)
+    }
+
+    /// Opens the store over `source`. With [`MessageSource::External`] the
+    /// recovery checks only the ConsumeQueues (the log's owner re-dispatches
+    /// what they miss) and no CommitLog service starts.
+    pub fn open_with_source(
+        config: StoreConfig,
+        delays: DelayLevels,
+        source: MessageSource,
+    ) -> Result<Arc<MessageStore>> {
+        config.validate().map_err(StoreError::Config)?;
+        let config = Arc::new(config);
+        fs_util::create_dir_all_durable(&config.root_dir)?;
+        let lock = LockFile::acquire(&config.lock_path())?;
+        let health = Arc::new(Health::new());
+        let commit_log = Arc::new(CommitLog::new(Arc::clone(&config), Arc::clone(&health)));
+        commit_log.files().load()?;
+        let consume_queues = Arc::new(ConsumeQueueTable::new(
+            config.consume_queue_dir(),
+            config.consume_queue_file_size(),
+        ));
+        consume_queues.load()?;
+        let index = if config.message_index_enable {
+            let idx = IndexService::new(
+                config.index_dir(),
+                config.max_hash_slot_num,
+                config.max_index_num,
+            );
+            idx.load()?;
+            Some(Arc::new(idx))
+        } else {
+            None
+        };
+        let checkpoint = match Checkpoint::load(&config.checkpoint_path()) {
+            Ok(c) => Arc::new(c),
+            Err(e @ StoreError::Corrupt { .. }) => {
+                // Recovering from the first file is always correct, only slower.
+                tracing::error!(error = %e, "checkpoint unreadable; recovering from the oldest CommitLog file");
+                let _ = std::fs::remove_file(config.checkpoint_path());
+                Arc::new(Checkpoint::load(&config.checkpoint_path())?)
+            }
+            Err(e) => return Err(e),
+        };
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::clone(&consume_queues),
+            index.clone(),
+            delays,
+        ));
+
+        let abort_path = config.abort_path();
+        let abnormal = abort_path.exists();
+        let external = matches!(source, MessageSource::External(_));
+        let report = if external {
+            // The records live elsewhere (ledger mode): only the ConsumeQueues'
+            // own validity is checked here; the owner of the log re-dispatches.
+            recovery::recover_consume_queues_only(&consume_queues)?
+        } else {
+            recovery::recover(
+                &commit_log,
+                &consume_queues,
+                &dispatcher,
+                &checkpoint,
+                abnormal,
+            )?
+        };
+        tracing::info!(
+            abnormal = report.abnormal,
+            log_end = report.log_end,
+            scanned_bytes = report.bytes_scanned,
+            cut_bytes = report.cut_bytes,
+            elapsed_ms = report.elapsed.as_millis() as u64,
+            stop = %report.stop,
+            "store recovered"
+        );
+        // Everything dispatched from here on: after an abnormal recovery the
+        // scan already re-dispatched up to the end; after a normal one the
+        // queues may lag the log.
+        let reput_from = if report.abnormal {
+            report.dispatch_stopped_at.unwrap_or(report.log_end)
+        } else {
+            let max_cq = consume_queues
+                .all()
+                .iter()
+                .map(|q| q.max_physic_offset())
+                .max()
+                .unwrap_or(-1);
+            max_cq.clamp(commit_log.min_offset(), report.log_end)
+        };
+
+        // The abort marker: present while running, removed on clean shutdown.
+        // Empty, as RocketMQ's: creating it needs no free block, so a store
+        // on a full disk still opens.
+        fs_util::create_marker(&abort_path)?;
+
+        let log: Arc<dyn MessageLog> = match source {
+            MessageSource::CommitLog => Arc::clone(&commit_log) as Arc<dyn MessageLog>,
+            MessageSource::External(log) => log,
+        };
+        let store = MessageStore {
+            total_memory: total_memory_bytes(),
+            config: Arc::clone(&config),
+            health: Arc::clone(&health),
+            commit_log: Arc::clone(&commit_log),
+            consume_queues: Arc::clone(&consume_queues),
+            index: index.clone(),
+            dispatcher: Arc::clone(&dispatcher),
+            checkpoint: Arc::clone(&checkpoint),
+            services: Mutex::new(None),
+            recovery: report,
+            shut_down: AtomicBool::new(false),
+            log,
+            external,
+            lock: Mutex::new(Some(lock)),
+        };
+        let cq_flush = services::start_consume_queue_flush_service(
+            Arc::clone(&commit_log),
+            Arc::clone(&dispatcher),
+            Arc::clone(&checkpoint),
+            Arc::clone(&health),
+        );
+        // An external log's owner appends and dispatches; the local CommitLog
+        // stays empty, and a prepared file would only hold reserved blocks.
+        let log = (!external).then(|| store.start_commit_log_services(reput_from));
+        *store.services.lock() = Some(Services { cq_flush, log });
+        Ok(Arc::new(store))
+    }
+
+    /// Starts the threads that own the CommitLog: the file allocator, flush
+    /// (and commit, with the transient pool), dispatch from `reput_from`,
+    /// and cleanup.
+    fn start_commit_log_services(&self, reput_from: i64) -> CommitLogServices {
+        let commit_log = &self.commit_log;
+        commit_log.start_allocator();
+        let flush =
+            services::start_flush_service(Arc::clone(commit_log), Arc::clone(&self.checkpoint));
+        let commit = self
+            .config
+            .transient_store_pool_enable
+            .then(|| services::start_commit_service(Arc::clone(commit_log)));
+        let dispatch = Arc::new(DispatchService::start(
+            Arc::clone(commit_log),
+            Arc::clone(&self.dispatcher),
+            reput_from,
+        ));
+        let cleanup = services::start_cleanup_service(
+            Arc::clone(commit_log),
+            Arc::clone(&self.consume_queues),
+            self.index.clone(),
+            Arc::clone(&dispatch),
+        );
+        CommitLogServices {
+            flush,
+            commit,
+            cleanup,
+            dispatch,
+        }
+    }
+
+    /// The dispatch service of the store's own CommitLog (none with an
+    /// external log, or after shutdown).
+    pub(super) fn commit_log_dispatch(&self) -> Option<Arc<DispatchService>> {
+        self.services
+            .lock()
+            .as_ref()
+            .and_then(|s| s.log.as_ref())
+            .map(|l| Arc::clone(&l.dispatch))
+    }
+}
