@@ -18,7 +18,10 @@
 # --threads 4 --window 64 -s 1024 -d 10), then `basalt bench consume` of
 # what was produced. BASALT_BIN overrides the binary (default: release build);
 # BENCH_CONSUME=0 skips the consume step; BROKER_SET=KEY=VALUE passes one
-# broker setting to the single / single-sync setups.
+# broker setting to the single / single-sync setups; CLIENT_BIN runs the
+# bench client from another build (to compare two brokers with one client).
+# After each step it prints the CPU time the broker process spent per
+# message (utime + stime from /proc/PID/stat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +36,7 @@ bin=${BASALT_BIN:-target/release/basalt}
 if [ -z "${BASALT_BIN:-}" ]; then
   cargo build --release -q -p basalt
 fi
+client=${CLIENT_BIN:-$bin}
 
 work=$(mktemp -d /tmp/basalt-bench.XXXXXX)
 pids=()
@@ -75,6 +79,15 @@ start() {
     sleep 0.01
   done
   echo "$name did not start:"; cat "$work/$name.log"; exit 1
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cpu_per_msg PID TICKS_BEFORE MESSAGES: broker CPU microseconds per message.
+cpu_per_msg() {
+  local now
+  now=$(cpu_ticks "$1")
+  awk -v t=$(( now - $2 )) -v hz="$(getconf CLK_TCK)" -v n="$3" \
+    'BEGIN { if (n > 0) printf "broker CPU %.2f us/msg\n", t * 1e6 / hz / n }'
 }
 
 rss() { awk '/VmHWM|VmRSS|RssAnon|RssFile/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$1/status"; echo; }
@@ -156,10 +169,14 @@ esac
 sleep 1
 pid_var=pid_$main
 echo -n "idle:  "; rss "${!pid_var}"
-"$bin" bench produce --namesrv "$ns" "${produce_args[@]}" | tee "$work/produce.out"
+ticks=$(cpu_ticks "${!pid_var}")
+"$client" bench produce --namesrv "$ns" "${produce_args[@]}" | tee "$work/produce.out"
+total=$(awk '/^total/ {print $2}' "$work/produce.out")
+echo -n "produce: "; cpu_per_msg "${!pid_var}" "$ticks" "${total:-0}"
 echo -n "after produce:  "; rss "${!pid_var}"
 if [ "${BENCH_CONSUME:-1}" = 1 ]; then
-  total=$(awk '/^total/ {print $2}' "$work/produce.out")
-  "$bin" bench consume --namesrv "$ns" --from-first -n "${total:-0}" -d 30
+  ticks=$(cpu_ticks "${!pid_var}")
+  "$client" bench consume --namesrv "$ns" --from-first -n "${total:-0}" -d 30
+  echo -n "consume: "; cpu_per_msg "${!pid_var}" "$ticks" "${total:-0}"
   echo -n "after consume:  "; rss "${!pid_var}"
 fi

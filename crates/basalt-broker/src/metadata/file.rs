@@ -13,15 +13,22 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
 
 /// One metadata file. See the module documentation.
+///
+/// Invariant: one save at a time per file (clones share the lock). Two
+/// concurrent saves would share the temp file name and could rename an older
+/// snapshot over a newer one; the lock is held across the save's fsyncs on
+/// purpose, and only writers of this one file wait for it.
 #[derive(Debug, Clone)]
 pub struct ConfigFile {
     path: PathBuf,
+    saving: Arc<Mutex<()>>,
 }
 
 impl ConfigFile {
     pub fn new(root: &Path, name: &str) -> Self {
         ConfigFile {
             path: root.join("config").join(name),
+            saving: Arc::default(),
         }
     }
 
@@ -54,6 +61,22 @@ impl ConfigFile {
 
     /// Writes `content` atomically, keeping the previous content as `.bak`.
     pub fn save(&self, content: &str) -> basalt_store::Result<()> {
+        let _one_at_a_time = self.saving.lock();
+        self.save_locked(content)
+    }
+
+    /// Renders and writes the newest content, if `render` has any, as one
+    /// step: a snapshot taken by a later call is never overwritten by an
+    /// earlier one.
+    pub fn save_latest(&self, render: impl FnOnce() -> Option<String>) -> basalt_store::Result<()> {
+        let _one_at_a_time = self.saving.lock();
+        match render() {
+            Some(content) => self.save_locked(&content),
+            None => Ok(()),
+        }
+    }
+
+    fn save_locked(&self, content: &str) -> basalt_store::Result<()> {
         if let Some(dir) = self.path.parent() {
             fs_util::create_dir_all_durable(dir)?;
         }
@@ -262,6 +285,26 @@ impl WriterShared {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Saves of one file from several threads at once all succeed (they
+    /// used to share the temp file, and a rename found it gone).
+    #[test]
+    fn concurrent_saves_of_one_file_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = ConfigFile::new(dir.path(), "x.json");
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let f = f.clone();
+                s.spawn(move || {
+                    for i in 0..100 {
+                        f.save(&format!("{{\"t\":{t},\"i\":{i}}}")).unwrap();
+                    }
+                });
+            }
+        });
+        let text = std::fs::read_to_string(f.path()).unwrap();
+        assert!(text.contains("\"i\":99"), "{text}");
+    }
 
     #[test]
     fn falls_back_to_bak() {

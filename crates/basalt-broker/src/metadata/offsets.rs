@@ -104,11 +104,15 @@ impl ConsumerOffsetManager {
 
     /// Writes the file if anything changed since the last write.
     pub fn persist(&self) {
-        if !self.dirty.swap(false, Ordering::AcqRel) {
-            return;
-        }
-        let text = self.encode();
-        if let Err(e) = self.file.save(&text) {
+        // The flag is read under the file's save lock, so concurrent callers
+        // (the periodic flush, a slave's sync, shutdown) write in turn and
+        // the last write holds the newest table.
+        let saved = self.file.save_latest(|| {
+            self.dirty
+                .swap(false, Ordering::AcqRel)
+                .then(|| self.encode())
+        });
+        if let Err(e) = saved {
             self.dirty.store(true, Ordering::Release);
             tracing::error!(error = %e, "cannot persist consumerOffset.json");
         }
@@ -118,6 +122,31 @@ impl ConsumerOffsetManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the ledger fault test: a follower's offset sync and the
+    /// periodic flush persisted at once, shared the temp file, and one
+    /// rename failed ("cannot persist consumerOffset.json").
+    #[test]
+    fn concurrent_persists_leave_the_newest_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = std::sync::Arc::new(ConsumerOffsetManager::load(dir.path()));
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let m = std::sync::Arc::clone(&m);
+                s.spawn(move || {
+                    for i in 0..200 {
+                        m.commit("G", "T", t, i);
+                        m.persist();
+                    }
+                });
+            }
+        });
+        m.persist();
+        let back = ConsumerOffsetManager::load(dir.path());
+        for q in 0..4 {
+            assert_eq!(back.query("G", "T", q), Some(199), "queue {q}");
+        }
+    }
 
     #[test]
     fn persists_with_bare_keys_and_reloads() {

@@ -72,10 +72,15 @@ impl DelayOffsets {
     }
 
     pub fn persist(&self) {
-        if !self.dirty.swap(false, Ordering::AcqRel) {
-            return;
-        }
-        if let Err(e) = self.file.save(&self.encode()) {
+        // The flag is read under the file's save lock, so concurrent callers
+        // (the periodic flush, a slave's sync, shutdown) write in turn and
+        // the last write holds the newest table.
+        let saved = self.file.save_latest(|| {
+            self.dirty
+                .swap(false, Ordering::AcqRel)
+                .then(|| self.encode())
+        });
+        if let Err(e) = saved {
             self.dirty.store(true, Ordering::Release);
             tracing::error!(error = %e, "cannot persist delayOffset.json");
         }

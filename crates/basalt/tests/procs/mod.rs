@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod ledger_group;
+pub mod link_proxy;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
