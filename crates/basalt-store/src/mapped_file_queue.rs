@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{Result, StoreError};
 use crate::fs_util;
-use crate::mapped_file::{MappedFile, PAGE_SIZE, parse_file_name};
+use crate::mapped_file::{MappedFile, MappedFilePolicy, PAGE_SIZE, parse_file_name};
 use crate::signal::Signal;
 use crate::transient_pool::TransientStorePool;
 
@@ -33,6 +33,8 @@ const NO_SPACE_BACKOFF_MS: i64 = 500;
 pub struct MappedFileQueue {
     dir: PathBuf,
     file_size: usize,
+    /// How the files reserve blocks and keep descriptors.
+    policy: MappedFilePolicy,
     files: RwLock<Vec<Arc<MappedFile>>>,
     /// Global offset up to which data is on disk.
     flushed_where: AtomicI64,
@@ -64,6 +66,7 @@ impl MappedFileQueue {
         MappedFileQueue {
             dir: dir.into(),
             file_size,
+            policy: MappedFilePolicy::WHOLE,
             files: RwLock::new(Vec::new()),
             flushed_where: AtomicI64::new(0),
             committed_where: AtomicI64::new(0),
@@ -72,6 +75,13 @@ impl MappedFileQueue {
             no_space_until: AtomicI64::new(0),
             create_lock: Mutex::new(()),
         }
+    }
+
+    /// Files are created and opened under `policy` (default
+    /// [`MappedFilePolicy::WHOLE`]).
+    pub fn with_policy(mut self, policy: MappedFilePolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// Appends of new files borrow write buffers from `pool`.
@@ -109,7 +119,8 @@ impl MappedFileQueue {
 
     /// Maps every file in the directory. Names must be 20-digit offsets, sizes
     /// must equal the configured file size, and the files must be contiguous.
-    /// Positions are set to "full"; recovery corrects the tail.
+    /// Positions are set to "full"; recovery corrects the tail. Nothing in
+    /// the files is read.
     pub fn load(&self) -> Result<()> {
         fs_util::create_dir_all_durable(&self.dir)?;
         let mut found = Vec::new();
@@ -167,7 +178,9 @@ impl MappedFileQueue {
         }
         let files = files
             .into_iter()
-            .map(|(start, path)| MappedFile::open(&path, start, self.file_size).map(Arc::new))
+            .map(|(start, path)| {
+                MappedFile::open_with(&path, start, self.file_size, self.policy).map(Arc::new)
+            })
             .collect::<Result<Vec<_>>>()?;
         *self.files.write() = files;
         Ok(())
@@ -316,21 +329,35 @@ impl MappedFileQueue {
     fn make_file(&self, start: i64) -> Result<MappedFile> {
         let _creating = self.create_lock.lock();
         fs_util::create_dir_all_durable(&self.dir)?;
-        MappedFile::create(&self.dir, start, self.file_size, self.pool.as_ref())
+        MappedFile::create_with(
+            &self.dir,
+            start,
+            self.file_size,
+            self.pool.as_ref(),
+            self.policy,
+        )
     }
 
     /// The tail file, creating the first one (at `start_if_empty`) or the next
-    /// one when the tail is full. Its blocks are reserved before it is
-    /// returned (see [`MappedFile::ensure_reserved`]). Writer only.
+    /// one when the tail is full. Its blocks are reserved as its policy says
+    /// before it is returned (see [`MappedFile::ensure_reserved_until`]).
+    /// Writer only.
     pub fn last_writable(&self, start_if_empty: i64) -> Result<Arc<MappedFile>> {
-        match self.last() {
-            None => self.create_file(start_if_empty),
-            Some(f) if f.is_full() => self.create_file(f.end_offset()),
-            Some(f) => {
-                f.ensure_reserved()?;
-                Ok(f)
-            }
-        }
+        self.last_writable_for(start_if_empty, 1)
+    }
+
+    /// [`MappedFileQueue::last_writable`] for an append of `len` bytes: the
+    /// blocks of the returned file are reserved at least up to its write
+    /// position plus `len` (or to its end). Writer only.
+    pub fn last_writable_for(&self, start_if_empty: i64, len: usize) -> Result<Arc<MappedFile>> {
+        let f = match self.last() {
+            None => self.create_file(start_if_empty)?,
+            Some(f) if f.is_full() => self.create_file(f.end_offset())?,
+            Some(f) => f,
+        };
+        let end = (f.wrote_position() + len).min(f.size());
+        f.ensure_reserved_until(end)?;
+        Ok(f)
     }
 
     /// Cuts the log at `offset`: the file holding it keeps `[start, offset)`
