@@ -465,8 +465,12 @@ impl ConsumeQueue {
         Ok(victims.len())
     }
 
-    /// fsyncs dirty units if at least `least_pages` pages wait.
+    /// fsyncs dirty units if at least `least_pages` pages wait, after the
+    /// directories of files created since the last flush (the queue's, its
+    /// topic's and the root: any may be new), so the checkpoint the flush
+    /// service writes next never counts units in a file a crash could lose.
     pub fn flush(&self, least_pages: usize) -> Result<i64> {
+        self.files.sync_new_dirs(2)?;
         self.files.flush(least_pages)
     }
 

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
@@ -45,6 +45,9 @@ pub struct MappedFileQueue {
     /// Until when (ms since the epoch) creating a file is not tried again
     /// after the disk was found full.
     no_space_until: AtomicI64,
+    /// A file (and maybe its directory) was created without the directory
+    /// fsyncs (see [`MappedFilePolicy::sync_dir_on_create`]).
+    dir_sync_pending: AtomicBool,
     /// Held while a file is created: the allocator and the writer may both
     /// create the same file, and a creation that fails removes the file it
     /// made, which must never be one the other is about to use.
@@ -73,6 +76,7 @@ impl MappedFileQueue {
             pool: None,
             allocator: Mutex::new(None),
             no_space_until: AtomicI64::new(0),
+            dir_sync_pending: AtomicBool::new(false),
             create_lock: Mutex::new(()),
         }
     }
@@ -289,8 +293,13 @@ impl MappedFileQueue {
             Some(f) => f,
             None => self.create_here(start)?,
         };
-        // The new name must survive a crash before anything in it counts.
-        fs_util::fsync_dir(&self.dir)?;
+        // The new name must survive a crash before anything in it counts:
+        // now, or before the owner relies on it (`sync_new_dirs`).
+        if self.policy.sync_dir_on_create {
+            fs_util::fsync_dir(&self.dir)?;
+        } else {
+            self.dir_sync_pending.store(true, Ordering::Release);
+        }
         self.files.write().push(Arc::clone(&file));
         if let Some(a) = self.allocator.lock().as_ref() {
             a.request(
@@ -328,7 +337,11 @@ impl MappedFileQueue {
     /// Creates, reserves and maps the file at `start` (see [`MappedFile::create`]).
     fn make_file(&self, start: i64) -> Result<MappedFile> {
         let _creating = self.create_lock.lock();
-        fs_util::create_dir_all_durable(&self.dir)?;
+        if self.policy.sync_dir_on_create {
+            fs_util::create_dir_all_durable(&self.dir)?;
+        } else {
+            std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        }
         MappedFile::create_with(
             &self.dir,
             start,
@@ -336,6 +349,35 @@ impl MappedFileQueue {
             self.pool.as_ref(),
             self.policy,
         )
+    }
+
+    /// fsyncs the directory and its `ancestors` nearest parents if a file
+    /// was created here without it since the last call (see
+    /// [`MappedFilePolicy::sync_dir_on_create`]), so the new names survive a
+    /// crash. Parents are included because the directory itself may have
+    /// been made with the file.
+    pub fn sync_new_dirs(&self, ancestors: usize) -> Result<()> {
+        if !self.dir_sync_pending.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let synced = (|| {
+            let mut dir = self.dir.as_path();
+            fs_util::fsync_dir(dir)?;
+            for _ in 0..ancestors {
+                match dir.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => {
+                        fs_util::fsync_dir(p)?;
+                        dir = p;
+                    }
+                    _ => break,
+                }
+            }
+            Ok(())
+        })();
+        if synced.is_err() {
+            self.dir_sync_pending.store(true, Ordering::Release);
+        }
+        synced
     }
 
     /// The tail file, creating the first one (at `start_if_empty`) or the next
