@@ -609,7 +609,11 @@ mod tests {
         let cq = ConsumeQueue::new(dir, "T", 0, file_units * UNIT_SIZE);
         cq.load().unwrap();
         let f = cq.files().first().unwrap();
-        assert_eq!(f.resident_pages(), Some(0), "page cache dropped before recovery");
+        assert_eq!(
+            f.resident_pages(),
+            Some(0),
+            "page cache dropped before recovery"
+        );
         let dropped = cq.recover().unwrap();
         let resident = f.resident_pages().unwrap();
         (cq, dropped, resident)
@@ -645,7 +649,10 @@ mod tests {
         assert_eq!((cq.max_offset(), dropped), (units as i64, 0));
         assert_eq!(cq.max_physic_offset(), (units as i64 - 1) * 100 + 100);
         assert!(resident <= pages_of(units), "{resident} pages");
-        assert_eq!(used_prefix(&cq.files().first().unwrap()).len, units * UNIT_SIZE);
+        assert_eq!(
+            used_prefix(&cq.files().first().unwrap()).len,
+            units * UNIT_SIZE
+        );
     }
 
     #[test]
@@ -658,7 +665,8 @@ mod tests {
         {
             use std::os::unix::fs::FileExt;
             let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-            f.write_all_at(&[0u8; 4], 999 * UNIT_SIZE as u64 + 8).unwrap();
+            f.write_all_at(&[0u8; 4], 999 * UNIT_SIZE as u64 + 8)
+                .unwrap();
             f.sync_all().unwrap();
         }
         let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);

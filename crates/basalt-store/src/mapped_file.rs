@@ -567,10 +567,7 @@ impl MappedFile {
             )
         };
         if rc != 0 {
-            return Err(StoreError::io(
-                &self.path,
-                std::io::Error::last_os_error(),
-            ));
+            return Err(StoreError::io(&self.path, std::io::Error::last_os_error()));
         }
         Ok(())
     }
@@ -664,7 +661,6 @@ impl MappedFile {
     pub fn last_modified(&self) -> Option<SystemTime> {
         std::fs::metadata(&self.path).ok()?.modified().ok()
     }
-
 
     /// Unlinks the file. The mapping stays valid for holders of an `Arc`.
     pub fn destroy(&self) -> Result<()> {

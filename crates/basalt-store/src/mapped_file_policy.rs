@@ -62,7 +62,11 @@ impl MappedFilePolicy {
 
 /// Byte ranges of `[from, size)` of the file open as `fd` that hold data
 /// (`SEEK_DATA`/`SEEK_HOLE`); the whole range when the file system cannot say.
-pub(crate) fn seek_data_ranges(fd: std::os::unix::io::RawFd, from: usize, size: usize) -> Vec<(usize, usize)> {
+pub(crate) fn seek_data_ranges(
+    fd: std::os::unix::io::RawFd,
+    from: usize,
+    size: usize,
+) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut at = from as libc::off_t;
     while (at as usize) < size {
@@ -88,7 +92,6 @@ pub(crate) fn seek_data_ranges(fd: std::os::unix::io::RawFd, from: usize, size: 
     }
     out
 }
-
 
 #[cfg(test)]
 mod tests {

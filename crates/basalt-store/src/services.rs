@@ -322,7 +322,9 @@ fn flush_all_queues(
     const PER_THREAD: usize = 256;
     const MAX_THREADS: usize = 16;
     if queues.len() <= PER_THREAD {
-        return queues.iter().try_for_each(|q| q.flush(least_pages).map(|_| ()));
+        return queues
+            .iter()
+            .try_for_each(|q| q.flush(least_pages).map(|_| ()));
     }
     let threads = queues.len().div_ceil(PER_THREAD).min(MAX_THREADS);
     let next = std::sync::atomic::AtomicUsize::new(0);
