@@ -8,17 +8,15 @@
 //! One writer (the dispatch thread) appends units in queue-offset order; any
 //! number of readers read units below the committed position.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use parking_lot::RwLock;
-
 use crate::error::{Result, StoreError};
-use crate::mapped_file::MappedFile;
+use crate::mapped_file::{MappedFile, MappedFilePolicy};
 use crate::mapped_file_queue::MappedFileQueue;
-use crate::names::{check_queue_address, is_plain_file_name};
+
+pub use crate::consume_queue_table::ConsumeQueueTable;
 
 /// Bytes per ConsumeQueue unit.
 pub const UNIT_SIZE: usize = 20;
@@ -92,6 +90,78 @@ impl UnitRun {
     }
 }
 
+/// The valid units at the start of one ConsumeQueue file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsedPrefix {
+    /// Bytes of valid units from the start of the file (a multiple of 20).
+    pub len: usize,
+    /// Physical end of the last real (non-filler) unit among them.
+    pub max_physic_offset: Option<i64>,
+    /// Valid-looking units after the first invalid one, in the file's
+    /// written ranges: damage in the middle rather than a torn tail.
+    pub stray_units: u64,
+}
+
+/// Finds the used part of a ConsumeQueue file without touching the rest:
+/// units are read in order up to the first invalid one (RocketMQ's rule,
+/// [`CqUnit::is_valid`]), and only inside the range the file system reports
+/// as written (`SEEK_DATA`/`SEEK_HOLE`): bytes in a hole are zeros by
+/// definition and are never read, so a queue file holding one unit costs one
+/// page of page cache at start, not the file's size in zero-filled pages.
+/// Stray valid units after the end are counted only in written ranges too.
+pub fn used_prefix(f: &MappedFile) -> UsedPrefix {
+    let raw = f.raw();
+    let ranges = f.data_ranges(0);
+    // Units are written from the start without gaps: the used part can only
+    // lie in the written range that starts at 0.
+    let written = match ranges.first() {
+        Some(&(0, end)) => end,
+        _ => 0,
+    };
+    let mut pos = 0;
+    let mut max_physic_offset = None;
+    while pos + UNIT_SIZE <= raw.len() {
+        let u = unit_below(raw, pos, written);
+        if !u.is_valid() {
+            break;
+        }
+        if !u.is_filler() {
+            max_physic_offset = Some(u.physical_offset + u.size as i64);
+        }
+        pos += UNIT_SIZE;
+    }
+    let mut stray_units = 0;
+    let after = pos + UNIT_SIZE;
+    for &(from, to) in &ranges {
+        let from = from.max(after).next_multiple_of(UNIT_SIZE);
+        if from >= to {
+            continue;
+        }
+        stray_units += raw[from..to]
+            .chunks_exact(UNIT_SIZE)
+            .filter(|c| CqUnit::decode(c).is_valid())
+            .count() as u64;
+    }
+    UsedPrefix {
+        len: pos,
+        max_physic_offset,
+        stray_units,
+    }
+}
+
+/// The unit at `pos`, reading only bytes below `written` (those past it lie
+/// in a hole and are zeros).
+fn unit_below(raw: &[u8], pos: usize, written: usize) -> CqUnit {
+    if pos + UNIT_SIZE <= written {
+        return CqUnit::decode(&raw[pos..pos + UNIT_SIZE]);
+    }
+    let mut b = [0u8; UNIT_SIZE];
+    if pos < written {
+        b[..written - pos].copy_from_slice(&raw[pos..written]);
+    }
+    CqUnit::decode(&b)
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct ConsumeQueue {
@@ -110,7 +180,8 @@ impl ConsumeQueue {
         ConsumeQueue {
             topic: topic.to_string(),
             queue_id,
-            files: MappedFileQueue::new(dir, file_size),
+            files: MappedFileQueue::new(dir, file_size)
+                .with_policy(MappedFilePolicy::CONSUME_QUEUE),
             min_logic_offset: AtomicI64::new(0),
             max_physic_offset: AtomicI64::new(-1),
         }
@@ -133,8 +204,10 @@ impl ConsumeQueue {
         self.files.load()
     }
 
-    /// Finds the end of valid units (scanning from the third-last file) and
-    /// cuts everything after it. Returns the number of units dropped.
+    /// Finds the end of valid units (reading from the third-last file, up to
+    /// the first invalid unit, as RocketMQ does) and cuts everything after
+    /// it. Only the used part of each file is read (see [`used_prefix`]).
+    /// Returns the number of valid-looking units dropped after the cut.
     pub fn recover(&self) -> Result<u64> {
         let files = self.files.files();
         if files.is_empty() {
@@ -144,26 +217,16 @@ impl ConsumeQueue {
         let mut valid_end = files[start].start_offset();
         let mut max_phys = -1i64;
         let mut dropped = 0u64;
-        'files: for f in &files[start..] {
-            let raw = f.raw();
-            let mut pos = 0;
-            while pos + UNIT_SIZE <= raw.len() {
-                let u = CqUnit::decode(&raw[pos..pos + UNIT_SIZE]);
-                if !u.is_valid() {
-                    // Count what is cut, for the log.
-                    dropped = raw[pos..]
-                        .chunks_exact(UNIT_SIZE)
-                        .filter(|c| CqUnit::decode(c).is_valid())
-                        .count() as u64;
-                    valid_end = f.start_offset() + pos as i64;
-                    break 'files;
-                }
-                if !u.is_filler() {
-                    max_phys = u.physical_offset + u.size as i64;
-                }
-                pos += UNIT_SIZE;
+        for f in &files[start..] {
+            let used = used_prefix(f);
+            if let Some(p) = used.max_physic_offset {
+                max_phys = p;
             }
-            valid_end = f.end_offset();
+            valid_end = f.start_offset() + used.len as i64;
+            if used.len < f.size() {
+                dropped = used.stray_units;
+                break;
+            }
         }
         self.files.truncate_dirty(valid_end)?;
         self.files.set_flushed_and_committed(valid_end);
@@ -238,7 +301,7 @@ impl ConsumeQueue {
     }
 
     fn append_raw_unit(&self, unit: CqUnit) -> Result<()> {
-        let f = self.files.last_writable(0)?;
+        let f = self.files.last_writable_for(0, UNIT_SIZE)?;
         let placed = f.append_with(UNIT_SIZE, |dst| unit.encode(dst));
         debug_assert!(
             placed.is_some(),
@@ -402,8 +465,12 @@ impl ConsumeQueue {
         Ok(victims.len())
     }
 
-    /// fsyncs dirty units if at least `least_pages` pages wait.
+    /// fsyncs dirty units if at least `least_pages` pages wait, after the
+    /// directories of files created since the last flush (the queue's, its
+    /// topic's and the root: any may be new), so the checkpoint the flush
+    /// service writes next never counts units in a file a crash could lose.
     pub fn flush(&self, least_pages: usize) -> Result<i64> {
+        self.files.sync_new_dirs(2)?;
         self.files.flush(least_pages)
     }
 
@@ -416,137 +483,10 @@ impl ConsumeQueue {
     }
 }
 
-/// All ConsumeQueues, by topic and queue id.
-#[derive(Debug)]
-pub struct ConsumeQueueTable {
-    root: PathBuf,
-    file_size: usize,
-    queues: RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>,
-}
-
-impl ConsumeQueueTable {
-    pub fn new(root: PathBuf, file_size: usize) -> Self {
-        ConsumeQueueTable {
-            root,
-            file_size,
-            queues: RwLock::new(HashMap::new()),
-        }
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// Maps every queue directory under the root: `{topic}/{queueId}/`.
-    pub fn load(&self) -> Result<()> {
-        crate::fs_util::create_dir_all_durable(&self.root)?;
-        let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
-        let topics = std::fs::read_dir(&self.root).map_err(|e| StoreError::io(&self.root, e))?;
-        for t in topics {
-            let t = t.map_err(|e| StoreError::io(&self.root, e))?;
-            if !t.path().is_dir() {
-                continue;
-            }
-            let Some(topic) = t.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
-            let qdirs = std::fs::read_dir(t.path()).map_err(|e| StoreError::io(t.path(), e))?;
-            for q in qdirs {
-                let q = q.map_err(|e| StoreError::io(t.path(), e))?;
-                let Some(qid) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                    continue;
-                };
-                let cq = ConsumeQueue::new(&self.root, &topic, qid, self.file_size);
-                cq.load()?;
-                table
-                    .entry(topic.clone())
-                    .or_default()
-                    .insert(qid, Arc::new(cq));
-            }
-        }
-        *self.queues.write() = table;
-        Ok(())
-    }
-
-    pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        self.queues.read().get(topic)?.get(&queue_id).cloned()
-    }
-
-    /// The queue, created empty if it does not exist yet. Refuses an address
-    /// that cannot name a queue directory (see [`crate::names`]).
-    pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>> {
-        if let Some(q) = self.get(topic, queue_id) {
-            return Ok(q);
-        }
-        check_queue_address(topic, queue_id).map_err(|e| StoreError::Layout {
-            path: self.root.clone(),
-            reason: e.to_string(),
-        })?;
-        let mut w = self.queues.write();
-        Ok(Arc::clone(
-            w.entry(topic.to_string())
-                .or_default()
-                .entry(queue_id)
-                .or_insert_with(|| {
-                    Arc::new(ConsumeQueue::new(
-                        &self.root,
-                        topic,
-                        queue_id,
-                        self.file_size,
-                    ))
-                }),
-        ))
-    }
-
-    /// Every queue (snapshot).
-    pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
-        self.queues
-            .read()
-            .values()
-            .flat_map(|m| m.values().cloned())
-            .collect()
-    }
-
-    /// Queues of one topic, by queue id.
-    pub fn topic_queues(&self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
-        let mut v: Vec<_> = self
-            .queues
-            .read()
-            .get(topic)
-            .map(|m| m.values().cloned().collect())
-            .unwrap_or_default();
-        v.sort_by_key(|q| q.queue_id());
-        v
-    }
-
-    pub fn topics(&self) -> Vec<String> {
-        self.queues.read().keys().cloned().collect()
-    }
-
-    /// Removes a topic's queues and files. Only a topic that is one plain
-    /// file name is removed: nothing outside the queue root is ever touched.
-    pub fn remove_topic(&self, topic: &str) -> Result<()> {
-        if !is_plain_file_name(topic) {
-            return Err(StoreError::Layout {
-                path: self.root.clone(),
-                reason: format!("refusing to remove {topic:?}: not one plain file name"),
-            });
-        }
-        let removed = self.queues.write().remove(topic);
-        if let Some(qs) = removed {
-            for q in qs.values() {
-                q.destroy()?;
-            }
-            let dir = self.root.join(topic);
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn unit(p: i64) -> CqUnit {
         CqUnit {
@@ -634,5 +574,121 @@ mod tests {
         cq.load().unwrap();
         assert_eq!(cq.recover().unwrap(), 1);
         assert_eq!(cq.max_offset(), 3);
+    }
+
+    /// Drops the file's pages from the page cache (they are clean: flushed),
+    /// so that what recovery reads shows up in `mincore`.
+    fn evict(path: &Path) {
+        use std::os::unix::io::AsRawFd;
+        let f = std::fs::File::open(path).unwrap();
+        // SAFETY: fadvise on a descriptor we own.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+    }
+
+    /// Writes `n` units into a fresh queue of `file_units`-unit files and
+    /// flushes them; returns the path of its first file.
+    fn written_queue(dir: &Path, file_units: usize, n: i64) -> PathBuf {
+        let cq = ConsumeQueue::new(dir, "T", 0, file_units * UNIT_SIZE);
+        cq.load().unwrap();
+        if n == 0 {
+            // An empty file, as a crash right after its creation leaves it.
+            cq.files().last_writable_for(0, UNIT_SIZE).unwrap();
+        }
+        for i in 0..n {
+            cq.put_unit(i, unit(i * 100)).unwrap();
+        }
+        cq.flush(0).unwrap();
+        cq.files().first().unwrap().path().to_path_buf()
+    }
+
+    /// Recovers the queue in `dir` from a cold page cache and returns it with
+    /// the file's resident pages afterwards.
+    fn recover_cold(dir: &Path, file_units: usize, path: &Path) -> (ConsumeQueue, u64, usize) {
+        evict(path);
+        let cq = ConsumeQueue::new(dir, "T", 0, file_units * UNIT_SIZE);
+        cq.load().unwrap();
+        let f = cq.files().first().unwrap();
+        assert_eq!(
+            f.resident_pages(),
+            Some(0),
+            "page cache dropped before recovery"
+        );
+        let dropped = cq.recover().unwrap();
+        let resident = f.resident_pages().unwrap();
+        (cq, dropped, resident)
+    }
+
+    /// Pages that hold units `[0, n)`.
+    fn pages_of(n: usize) -> usize {
+        (n * UNIT_SIZE).div_ceil(crate::mapped_file::PAGE_SIZE)
+    }
+
+    #[test]
+    fn used_length_of_an_empty_file_reads_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let units = 3 * 4096; // a 60-page file
+        let path = written_queue(dir.path(), units, 0);
+        let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);
+        assert_eq!((cq.max_offset(), dropped), (0, 0));
+        assert_eq!(cq.max_physic_offset(), -1);
+        assert_eq!(resident, 0, "an empty queue file is never read");
+        // It costs at most one page of blocks on disk, not the file's size.
+        use std::os::unix::fs::MetadataExt;
+        assert!(std::fs::metadata(&path).unwrap().blocks() * 512 <= 4096);
+        cq.put_unit(0, unit(0)).unwrap();
+        assert_eq!(cq.max_offset(), 1);
+    }
+
+    #[test]
+    fn used_length_of_a_full_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let units = 4096; // 20 pages exactly
+        let path = written_queue(dir.path(), units, units as i64);
+        let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);
+        assert_eq!((cq.max_offset(), dropped), (units as i64, 0));
+        assert_eq!(cq.max_physic_offset(), (units as i64 - 1) * 100 + 100);
+        assert!(resident <= pages_of(units), "{resident} pages");
+        assert_eq!(
+            used_prefix(&cq.files().first().unwrap()).len,
+            units * UNIT_SIZE
+        );
+    }
+
+    #[test]
+    fn used_length_with_a_torn_last_unit_reads_only_the_used_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let units = 3 * 4096; // a 60-page file
+        let n = 1000;
+        let path = written_queue(dir.path(), units, n);
+        // Tear unit 999: its offset reached the disk, its size did not.
+        {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_all_at(&[0u8; 4], 999 * UNIT_SIZE as u64 + 8)
+                .unwrap();
+            f.sync_all().unwrap();
+        }
+        let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);
+        assert_eq!((cq.max_offset(), dropped), (999, 0));
+        assert_eq!(cq.max_physic_offset(), 998 * 100 + 100);
+        assert!(
+            resident <= pages_of(n as usize),
+            "{resident} pages resident; the units use {}",
+            pages_of(n as usize)
+        );
+        // The torn unit is gone for good and its slot is written again.
+        cq.put_unit(999, unit(99_900)).unwrap();
+        assert_eq!(cq.unit_at(999), Some(unit(99_900)));
+    }
+
+    #[test]
+    fn a_unit_torn_across_a_hole_is_read_as_zeros() {
+        let raw = [7u8; 40];
+        // Only 32 bytes written: the second unit's tags lie in a hole.
+        let u = unit_below(&raw, 20, 32);
+        assert_eq!(u.size, i32::from_be_bytes([7; 4]));
+        assert_eq!(u.tags_code, 0);
+        assert_eq!(unit_below(&raw, 20, 0), CqUnit::decode(&[0; 20]));
     }
 }

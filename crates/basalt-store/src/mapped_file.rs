@@ -10,12 +10,15 @@
 //! Invariant: `flushed <= committed <= wrote <= size`. Each position only
 //! grows, except when recovery or truncation resets all three at once.
 //!
-//! Nothing is written into a file whose blocks are not reserved on disk
-//! (`reserved`): a store on a full disk must fail cleanly when it creates a
-//! file, never with SIGBUS when the kernel cannot find a block for a page
-//! written through the mapping. New files are reserved when created; files
-//! found on disk are reserved by [`MappedFile::ensure_reserved`] before the
-//! writer first writes into them.
+//! Nothing is written into bytes whose blocks are not reserved on disk
+//! (below `reserved_to`): a store on a full disk must fail cleanly when it
+//! needs room, never with SIGBUS when the kernel cannot find a block for a
+//! page written through the mapping. How much is reserved at a time is the
+//! file's [`MappedFilePolicy`]: a CommitLog file reserves all of itself when
+//! created; a ConsumeQueue file reserves one page at a time just ahead of its
+//! writer, so a queue holding one unit costs one block, not the whole file.
+//! Files found on disk are reserved by [`MappedFile::ensure_reserved_until`]
+//! before the writer first writes into them.
 //!
 //! There is exactly one writer per file at a time (the CommitLog append lock,
 //! or the single dispatch thread for a ConsumeQueue), and it writes only at or
@@ -38,6 +41,9 @@ use crate::error::{Result, StoreError};
 use crate::faults;
 use crate::transient_pool::TransientStorePool;
 
+pub use crate::mapped_file_policy::MappedFilePolicy;
+use crate::mapped_file_policy::seek_data_ranges;
+
 /// OS page size used for "least pages" flush thresholds.
 pub const PAGE_SIZE: usize = 4096;
 
@@ -48,7 +54,9 @@ pub type WriteBuffer = Box<[u8]>;
 /// See the module documentation.
 pub struct MappedFile {
     path: PathBuf,
-    file: File,
+    /// The descriptor, when the policy keeps it (see [`MappedFilePolicy`]).
+    file: Option<File>,
+    policy: MappedFilePolicy,
     start_offset: i64,
     size: usize,
     map: MmapRaw,
@@ -64,8 +72,9 @@ pub struct MappedFile {
     /// Where the write buffer goes back to.
     pool: Option<Arc<TransientStorePool>>,
     deleted: AtomicBool,
-    /// The file's blocks are allocated on disk (see the module docs).
-    reserved: AtomicBool,
+    /// Bytes from the start of the file whose blocks are known to be
+    /// allocated on disk (see the module docs).
+    reserved_to: AtomicUsize,
     /// Debug check that appends never overlap (single writer).
     #[cfg(debug_assertions)]
     writing: AtomicBool,
@@ -119,6 +128,19 @@ impl MappedFile {
         size: usize,
         pool: Option<&Arc<TransientStorePool>>,
     ) -> Result<MappedFile> {
+        Self::create_with(dir, start_offset, size, pool, MappedFilePolicy::WHOLE)
+    }
+
+    /// [`MappedFile::create`] under `policy`: only the policy's first step
+    /// of blocks is reserved now (the file itself is `size` bytes, sparse).
+    pub fn create_with(
+        dir: &Path,
+        start_offset: i64,
+        size: usize,
+        pool: Option<&Arc<TransientStorePool>>,
+        policy: MappedFilePolicy,
+    ) -> Result<MappedFile> {
+        let reserve = policy.reserve_target(1, size);
         let path = dir.join(file_name(start_offset));
         let mut options = OpenOptions::new();
         options.read(true).write(true);
@@ -136,7 +158,7 @@ impl MappedFile {
                 file.set_len(size as u64)
                     .map_err(|e| StoreError::io(&path, e))?;
             }
-            crate::fs_util::reserve_blocks(&file, &path, size as u64, fresh)
+            crate::fs_util::reserve_blocks(&file, &path, reserve as u64, fresh)
         })();
         if let Err(e) = sized {
             if fresh {
@@ -145,15 +167,25 @@ impl MappedFile {
             return Err(e);
         }
         let write_buffer = pool.and_then(|p| p.borrow());
-        let mut mf = Self::map(path, file, start_offset, size, write_buffer)?;
+        let mut mf = Self::map(path, file, start_offset, size, write_buffer, policy)?;
         mf.pool = pool.cloned();
-        mf.reserved.store(true, Ordering::Release);
+        mf.reserved_to.store(reserve, Ordering::Release);
         Ok(mf)
     }
 
     /// Opens an existing file of exactly `size` bytes. Positions are set to
     /// `size` (everything counts as written) until recovery says otherwise.
     pub fn open(path: &Path, start_offset: i64, size: usize) -> Result<MappedFile> {
+        Self::open_with(path, start_offset, size, MappedFilePolicy::WHOLE)
+    }
+
+    /// [`MappedFile::open`] under `policy`. Maps the file and reads nothing.
+    pub fn open_with(
+        path: &Path,
+        start_offset: i64,
+        size: usize,
+        policy: MappedFilePolicy,
+    ) -> Result<MappedFile> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -166,7 +198,7 @@ impl MappedFile {
                 reason: format!("file is {len} bytes, expected {size}"),
             });
         }
-        let mf = Self::map(path.to_path_buf(), file, start_offset, size, None)?;
+        let mf = Self::map(path.to_path_buf(), file, start_offset, size, None, policy)?;
         mf.set_positions(size);
         Ok(mf)
     }
@@ -177,8 +209,22 @@ impl MappedFile {
         start_offset: i64,
         size: usize,
         write_buffer: Option<WriteBuffer>,
+        policy: MappedFilePolicy,
     ) -> Result<MappedFile> {
         let map = MmapRaw::map_raw(&file).map_err(|e| StoreError::io(&path, e))?;
+        if policy.random_access {
+            // SAFETY: madvise on our own mapping's range; advice only.
+            let _ = unsafe {
+                libc::madvise(
+                    map.as_mut_ptr() as *mut libc::c_void,
+                    size,
+                    libc::MADV_RANDOM,
+                )
+            };
+        }
+        // The mapping holds its own reference to the open file: without the
+        // policy's `keep_fd` the descriptor is closed here.
+        let file = policy.keep_fd.then_some(file);
         let (buffer_ptr, write_buffer) = match write_buffer {
             Some(mut b) => {
                 assert!(b.len() >= size, "write buffer smaller than the file");
@@ -189,6 +235,7 @@ impl MappedFile {
         Ok(MappedFile {
             path,
             file,
+            policy,
             start_offset,
             size,
             map,
@@ -200,7 +247,7 @@ impl MappedFile {
             write_buffer: Mutex::new(write_buffer),
             pool: None,
             deleted: AtomicBool::new(false),
-            reserved: AtomicBool::new(false),
+            reserved_to: AtomicUsize::new(0),
             #[cfg(debug_assertions)]
             writing: AtomicBool::new(false),
         })
@@ -249,22 +296,54 @@ impl MappedFile {
         self.deleted.load(Ordering::Acquire)
     }
 
-    /// Whether the file's blocks are known to be allocated on disk.
+    /// Whether all of the file's blocks are known to be allocated on disk.
     pub fn is_reserved(&self) -> bool {
-        self.reserved.load(Ordering::Acquire)
+        self.reserved_to() == self.size
     }
 
-    /// Reserves the blocks of a file found on disk (it may be sparse: written
-    /// by an older version, or extended after a crash) before the writer
-    /// writes into it. Cheap once done. Fails with [`StoreError::NoSpace`]
-    /// on a full disk, leaving the file as it was. Writer only.
+    /// Bytes from the start whose blocks are known to be allocated.
+    pub fn reserved_to(&self) -> usize {
+        self.reserved_to.load(Ordering::Acquire)
+    }
+
+    /// Reserves the blocks of the whole file (see
+    /// [`MappedFile::ensure_reserved_until`]).
     pub fn ensure_reserved(&self) -> Result<()> {
-        if self.is_reserved() {
+        self.ensure_reserved_until(self.size)
+    }
+
+    /// Makes sure the blocks of `[0, end)` are allocated on disk before the
+    /// writer writes there, reserving the policy's next step when they are
+    /// not (a file found on disk may be sparse: written by an older version,
+    /// or extended after a crash). Cheap once done. Fails with
+    /// [`StoreError::NoSpace`] on a full disk, leaving the file as it was.
+    /// Writer only.
+    pub fn ensure_reserved_until(&self, end: usize) -> Result<()> {
+        if end <= self.reserved_to() {
             return Ok(());
         }
-        crate::fs_util::reserve_blocks(&self.file, &self.path, self.size as u64, false)?;
-        self.reserved.store(true, Ordering::Release);
+        let target = self.policy.reserve_target(end, self.size);
+        self.with_file(|file| {
+            crate::fs_util::reserve_blocks(file, &self.path, target as u64, false)
+        })??;
+        self.reserved_to.store(target, Ordering::Release);
         Ok(())
+    }
+
+    /// Runs `f` with the file's descriptor: the kept one, or one opened for
+    /// the call (see [`MappedFilePolicy::keep_fd`]).
+    fn with_file<R>(&self, f: impl FnOnce(&File) -> R) -> Result<R> {
+        match &self.file {
+            Some(file) => Ok(f(file)),
+            None => {
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&self.path)
+                    .map_err(|e| StoreError::io(&self.path, e))?;
+                Ok(f(&file))
+            }
+        }
     }
 
     /// Sets all three positions (recovery and truncation only).
@@ -290,15 +369,15 @@ impl MappedFile {
             "concurrent appends to {}",
             self.path.display()
         );
-        debug_assert!(
-            self.is_reserved(),
-            "append into {} before its blocks were reserved",
-            self.path.display()
-        );
         let pos = self.wrote.load(Ordering::Acquire);
         let result = if pos + len > self.size {
             None
         } else {
+            debug_assert!(
+                pos + len <= self.reserved_to(),
+                "append into {} before its blocks were reserved",
+                self.path.display()
+            );
             let base = if self.buffer_ptr.is_null() {
                 self.map.as_mut_ptr()
             } else {
@@ -436,8 +515,7 @@ impl MappedFile {
             let src = unsafe {
                 std::slice::from_raw_parts(self.buffer_ptr.add(committed), wrote - committed)
             };
-            self.file
-                .write_all_at(src, committed as u64)
+            self.with_file(|file| file.write_all_at(src, committed as u64))?
                 .map_err(|e| StoreError::io(&self.path, e))?;
             self.committed.store(wrote, Ordering::Release);
         }
@@ -465,12 +543,33 @@ impl MappedFile {
         let flushed = self.flushed.load(Ordering::Acquire);
         if committed > flushed && able_to(self.size, flushed, committed, least_pages) {
             faults::check_fsync(&self.path)?;
-            self.file
-                .sync_data()
-                .map_err(|e| StoreError::io(&self.path, e))?;
+            self.sync_range(flushed, committed)?;
             self.flushed.store(committed, Ordering::Release);
         }
         Ok(self.flushed_position())
+    }
+
+    /// Makes `[from, to)` durable: `fdatasync` on the kept descriptor, or
+    /// `msync(MS_SYNC)` of the pages holding the range, which the kernel
+    /// turns into the same data sync limited to that range.
+    fn sync_range(&self, from: usize, to: usize) -> Result<()> {
+        if let Some(file) = &self.file {
+            return file.sync_data().map_err(|e| StoreError::io(&self.path, e));
+        }
+        let start = from - from % PAGE_SIZE;
+        let len = to.min(self.size) - start;
+        // SAFETY: msync on a page-aligned range inside our own mapping.
+        let rc = unsafe {
+            libc::msync(
+                self.map.as_mut_ptr().add(start) as *mut libc::c_void,
+                len,
+                libc::MS_SYNC,
+            )
+        };
+        if rc != 0 {
+            return Err(StoreError::io(&self.path, std::io::Error::last_os_error()));
+        }
+        Ok(())
     }
 
     /// Pre-faults every page and allocates the file's blocks on disk, so
@@ -496,7 +595,7 @@ impl MappedFile {
                 unsafe { std::ptr::write_volatile(base.add(off), 0) };
             }
         }
-        if let Err(e) = self.file.sync_data() {
+        if let Err(e) = self.sync_range(0, self.size) {
             tracing::warn!(file = %self.path.display(), error = %e, "fsync while warming a new file failed");
         }
     }
@@ -538,36 +637,29 @@ impl MappedFile {
         if from >= size {
             return Vec::new();
         }
-        let fd = self.file.as_raw_fd();
-        let mut out = Vec::new();
-        let mut at = from as libc::off_t;
-        while (at as usize) < size {
-            // SAFETY: plain lseek on a descriptor we own.
-            let data = unsafe { libc::lseek(fd, at, libc::SEEK_DATA) };
-            if data < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO) {
-                    break; // no more data
-                }
-                return vec![(from, size)];
-            }
-            // SAFETY: as above.
-            let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
-            let hole = if hole < 0 { size as libc::off_t } else { hole };
-            let (s, e) = ((data as usize).max(from), (hole as usize).min(size));
-            if s >= size {
-                break;
-            }
-            if e > s {
-                out.push((s, e));
-            }
-            at = hole;
-        }
-        out
+        self.with_file(|file| seek_data_ranges(file.as_raw_fd(), from, size))
+            .unwrap_or_else(|_| vec![(from, size)])
+    }
+
+    /// Pages of the file that are in the page cache (`mincore` over the
+    /// mapping), or `None` if the kernel cannot say. Diagnostics and tests.
+    pub fn resident_pages(&self) -> Option<usize> {
+        let mut vec = vec![0u8; self.size.div_ceil(PAGE_SIZE)];
+        // SAFETY: mincore on our own page-aligned mapping; `vec` has one
+        // byte per page of it.
+        let rc = unsafe {
+            libc::mincore(
+                self.map.as_mut_ptr() as *mut libc::c_void,
+                self.size,
+                vec.as_mut_ptr(),
+            )
+        };
+        (rc == 0).then(|| vec.iter().filter(|b| *b & 1 == 1).count())
     }
 
     /// Last modification time of the file on disk.
     pub fn last_modified(&self) -> Option<SystemTime> {
-        self.file.metadata().ok()?.modified().ok()
+        std::fs::metadata(&self.path).ok()?.modified().ok()
     }
 
     /// Unlinks the file. The mapping stays valid for holders of an `Arc`.

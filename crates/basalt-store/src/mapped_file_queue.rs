@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{Result, StoreError};
 use crate::fs_util;
-use crate::mapped_file::{MappedFile, PAGE_SIZE, parse_file_name};
+use crate::mapped_file::{MappedFile, MappedFilePolicy, PAGE_SIZE, parse_file_name};
 use crate::signal::Signal;
 use crate::transient_pool::TransientStorePool;
 
@@ -33,6 +33,8 @@ const NO_SPACE_BACKOFF_MS: i64 = 500;
 pub struct MappedFileQueue {
     dir: PathBuf,
     file_size: usize,
+    /// How the files reserve blocks and keep descriptors.
+    policy: MappedFilePolicy,
     files: RwLock<Vec<Arc<MappedFile>>>,
     /// Global offset up to which data is on disk.
     flushed_where: AtomicI64,
@@ -43,6 +45,9 @@ pub struct MappedFileQueue {
     /// Until when (ms since the epoch) creating a file is not tried again
     /// after the disk was found full.
     no_space_until: AtomicI64,
+    /// A file (and maybe its directory) was created without the directory
+    /// fsyncs (see [`MappedFilePolicy::sync_dir_on_create`]).
+    dir_sync_pending: AtomicBool,
     /// Held while a file is created: the allocator and the writer may both
     /// create the same file, and a creation that fails removes the file it
     /// made, which must never be one the other is about to use.
@@ -64,14 +69,23 @@ impl MappedFileQueue {
         MappedFileQueue {
             dir: dir.into(),
             file_size,
+            policy: MappedFilePolicy::WHOLE,
             files: RwLock::new(Vec::new()),
             flushed_where: AtomicI64::new(0),
             committed_where: AtomicI64::new(0),
             pool: None,
             allocator: Mutex::new(None),
             no_space_until: AtomicI64::new(0),
+            dir_sync_pending: AtomicBool::new(false),
             create_lock: Mutex::new(()),
         }
+    }
+
+    /// Files are created and opened under `policy` (default
+    /// [`MappedFilePolicy::WHOLE`]).
+    pub fn with_policy(mut self, policy: MappedFilePolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// Appends of new files borrow write buffers from `pool`.
@@ -109,7 +123,8 @@ impl MappedFileQueue {
 
     /// Maps every file in the directory. Names must be 20-digit offsets, sizes
     /// must equal the configured file size, and the files must be contiguous.
-    /// Positions are set to "full"; recovery corrects the tail.
+    /// Positions are set to "full"; recovery corrects the tail. Nothing in
+    /// the files is read.
     pub fn load(&self) -> Result<()> {
         fs_util::create_dir_all_durable(&self.dir)?;
         let mut found = Vec::new();
@@ -167,7 +182,9 @@ impl MappedFileQueue {
         }
         let files = files
             .into_iter()
-            .map(|(start, path)| MappedFile::open(&path, start, self.file_size).map(Arc::new))
+            .map(|(start, path)| {
+                MappedFile::open_with(&path, start, self.file_size, self.policy).map(Arc::new)
+            })
             .collect::<Result<Vec<_>>>()?;
         *self.files.write() = files;
         Ok(())
@@ -276,8 +293,13 @@ impl MappedFileQueue {
             Some(f) => f,
             None => self.create_here(start)?,
         };
-        // The new name must survive a crash before anything in it counts.
-        fs_util::fsync_dir(&self.dir)?;
+        // The new name must survive a crash before anything in it counts:
+        // now, or before the owner relies on it (`sync_new_dirs`).
+        if self.policy.sync_dir_on_create {
+            fs_util::fsync_dir(&self.dir)?;
+        } else {
+            self.dir_sync_pending.store(true, Ordering::Release);
+        }
         self.files.write().push(Arc::clone(&file));
         if let Some(a) = self.allocator.lock().as_ref() {
             a.request(
@@ -315,22 +337,69 @@ impl MappedFileQueue {
     /// Creates, reserves and maps the file at `start` (see [`MappedFile::create`]).
     fn make_file(&self, start: i64) -> Result<MappedFile> {
         let _creating = self.create_lock.lock();
-        fs_util::create_dir_all_durable(&self.dir)?;
-        MappedFile::create(&self.dir, start, self.file_size, self.pool.as_ref())
+        if self.policy.sync_dir_on_create {
+            fs_util::create_dir_all_durable(&self.dir)?;
+        } else {
+            std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        }
+        MappedFile::create_with(
+            &self.dir,
+            start,
+            self.file_size,
+            self.pool.as_ref(),
+            self.policy,
+        )
+    }
+
+    /// fsyncs the directory and its `ancestors` nearest parents if a file
+    /// was created here without it since the last call (see
+    /// [`MappedFilePolicy::sync_dir_on_create`]), so the new names survive a
+    /// crash. Parents are included because the directory itself may have
+    /// been made with the file.
+    pub fn sync_new_dirs(&self, ancestors: usize) -> Result<()> {
+        if !self.dir_sync_pending.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let synced = (|| {
+            let mut dir = self.dir.as_path();
+            fs_util::fsync_dir(dir)?;
+            for _ in 0..ancestors {
+                match dir.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => {
+                        fs_util::fsync_dir(p)?;
+                        dir = p;
+                    }
+                    _ => break,
+                }
+            }
+            Ok(())
+        })();
+        if synced.is_err() {
+            self.dir_sync_pending.store(true, Ordering::Release);
+        }
+        synced
     }
 
     /// The tail file, creating the first one (at `start_if_empty`) or the next
-    /// one when the tail is full. Its blocks are reserved before it is
-    /// returned (see [`MappedFile::ensure_reserved`]). Writer only.
+    /// one when the tail is full. Its blocks are reserved as its policy says
+    /// before it is returned (see [`MappedFile::ensure_reserved_until`]).
+    /// Writer only.
     pub fn last_writable(&self, start_if_empty: i64) -> Result<Arc<MappedFile>> {
-        match self.last() {
-            None => self.create_file(start_if_empty),
-            Some(f) if f.is_full() => self.create_file(f.end_offset()),
-            Some(f) => {
-                f.ensure_reserved()?;
-                Ok(f)
-            }
-        }
+        self.last_writable_for(start_if_empty, 1)
+    }
+
+    /// [`MappedFileQueue::last_writable`] for an append of `len` bytes: the
+    /// blocks of the returned file are reserved at least up to its write
+    /// position plus `len` (or to its end). Writer only.
+    pub fn last_writable_for(&self, start_if_empty: i64, len: usize) -> Result<Arc<MappedFile>> {
+        let f = match self.last() {
+            None => self.create_file(start_if_empty)?,
+            Some(f) if f.is_full() => self.create_file(f.end_offset())?,
+            Some(f) => f,
+        };
+        let end = (f.wrote_position() + len).min(f.size());
+        f.ensure_reserved_until(end)?;
+        Ok(f)
     }
 
     /// Cuts the log at `offset`: the file holding it keeps `[start, offset)`
@@ -651,108 +720,5 @@ impl Allocator {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn queue(dir: &Path, size: usize) -> MappedFileQueue {
-        let q = MappedFileQueue::new(dir, size);
-        q.load().unwrap();
-        q
-    }
-
-    #[test]
-    fn offsets_across_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = queue(dir.path(), 4096);
-        for i in 0..3 {
-            let f = q.last_writable(0).unwrap();
-            assert_eq!(f.start_offset(), i * 4096);
-            f.append(&vec![1u8; 4096]).unwrap();
-        }
-        assert_eq!(q.file_count(), 3);
-        assert_eq!(q.max_offset(), 3 * 4096);
-        assert_eq!(q.find_by_offset(5000).unwrap().start_offset(), 4096);
-        assert!(q.find_by_offset(3 * 4096).is_none());
-        assert_eq!(q.flush(0).unwrap(), 3 * 4096);
-    }
-
-    #[test]
-    fn truncate_deletes_later_files_and_zeroes_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = queue(dir.path(), 4096);
-        for _ in 0..3 {
-            q.last_writable(0)
-                .unwrap()
-                .append(&vec![7u8; 4096])
-                .unwrap();
-        }
-        q.truncate_dirty(5000).unwrap();
-        assert_eq!(q.file_count(), 2);
-        assert_eq!(q.max_offset(), 5000);
-        let f = q.last().unwrap();
-        assert!(f.raw()[5000 - 4096..].iter().all(|b| *b == 0));
-        assert!(f.raw()[..5000 - 4096].iter().all(|b| *b == 7));
-        // Reload sees two contiguous files.
-        drop(q);
-        let q = queue(dir.path(), 4096);
-        assert_eq!(q.file_count(), 2);
-    }
-
-    #[test]
-    fn load_rejects_gaps_and_bad_sizes() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 4096]).unwrap();
-        std::fs::write(dir.path().join("00000000000000008192"), vec![0u8; 4096]).unwrap();
-        let q = MappedFileQueue::new(dir.path(), 4096);
-        assert!(matches!(q.load(), Err(StoreError::Layout { .. })));
-        std::fs::remove_file(dir.path().join("00000000000000008192")).unwrap();
-        // A short file in the middle is an error; the last one is extended.
-        std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 100]).unwrap();
-        std::fs::write(dir.path().join("00000000000000004096"), vec![0u8; 100]).unwrap();
-        assert!(matches!(q.load(), Err(StoreError::Layout { .. })));
-        std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 4096]).unwrap();
-        q.load().unwrap();
-        assert_eq!(q.file_count(), 2);
-    }
-
-    #[test]
-    fn allocator_prepares_next_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = Arc::new(queue(dir.path(), 4096));
-        q.start_allocator(true);
-        q.last_writable(0)
-            .unwrap()
-            .append(&vec![1u8; 4096])
-            .unwrap();
-        // Wait (bounded) for the allocator to prepare file 4096.
-        for _ in 0..200 {
-            if dir.path().join("00000000000000004096").exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let f = q.last_writable(0).unwrap();
-        assert_eq!(f.start_offset(), 4096);
-        q.shutdown();
-        // The file prepared for 8192 but never used is gone.
-        assert!(!dir.path().join("00000000000000008192").exists());
-    }
-
-    #[test]
-    fn delete_expired_keeps_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = queue(dir.path(), 4096);
-        for _ in 0..3 {
-            q.last_writable(0)
-                .unwrap()
-                .append(&vec![1u8; 4096])
-                .unwrap();
-        }
-        let n = q
-            .delete_expired_by_time(Duration::ZERO, true, 10, Duration::ZERO, i64::MAX)
-            .unwrap();
-        assert_eq!(n, 2);
-        assert_eq!(q.file_count(), 1);
-        assert_eq!(q.min_offset(), 8192);
-    }
-}
+#[path = "mapped_file_queue_tests.rs"]
+mod tests;

@@ -310,6 +310,53 @@ pub(crate) struct CheckpointWritten {
     no_space: bool,
 }
 
+/// Flushes every queue. Many queues are flushed from several threads at
+/// once, so the file system commits their fsyncs together (one journal
+/// commit covers many files) instead of one after another: at shutdown a
+/// broker with 20,000 queues holding a unit each otherwise spends one
+/// journal commit per queue.
+fn flush_all_queues(
+    queues: &[Arc<crate::consume_queue::ConsumeQueue>],
+    least_pages: usize,
+) -> crate::error::Result<()> {
+    const PER_THREAD: usize = 256;
+    const MAX_THREADS: usize = 16;
+    if queues.len() <= PER_THREAD {
+        return queues
+            .iter()
+            .try_for_each(|q| q.flush(least_pages).map(|_| ()));
+    }
+    let threads = queues.len().div_ceil(PER_THREAD).min(MAX_THREADS);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| -> crate::error::Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(q) = queues.get(i) else {
+                            return Ok(());
+                        };
+                        q.flush(least_pages)?;
+                    }
+                })
+            })
+            .collect();
+        let mut result = Ok(());
+        for h in handles {
+            let r = h.join().unwrap_or_else(|_| {
+                Err(crate::error::StoreError::Config(
+                    "ConsumeQueue flush thread panicked".into(),
+                ))
+            });
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    })
+}
+
 /// One round of the ConsumeQueue flush service; with `least_pages == 0`
 /// everything dispatched is flushed and the checkpoint's ConsumeQueue and
 /// index times advance to what was dispatched before the round began.
@@ -325,9 +372,7 @@ pub(crate) fn flush_queues_and_checkpoint(
 ) -> crate::error::Result<()> {
     // Sampled before flushing: the flush then covers everything up to it.
     let dispatched_ts = dispatcher.last_store_timestamp();
-    for q in dispatcher.consume_queues.all() {
-        q.flush(least_pages)?;
-    }
+    flush_all_queues(&dispatcher.consume_queues.all(), least_pages)?;
     if least_pages == 0 {
         if let Some(index) = &dispatcher.index {
             index.flush()?;

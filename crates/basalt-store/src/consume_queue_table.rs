@@ -1,0 +1,142 @@
+//! The table of every ConsumeQueue of a store, by topic and queue id. A
+//! queue is added when its first unit is dispatched (its directory and
+//! first file are made then, not when its topic is created), or found on
+//! disk at start.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::consume_queue::ConsumeQueue;
+use crate::error::{Result, StoreError};
+use crate::names::{check_queue_address, is_plain_file_name};
+
+/// All ConsumeQueues, by topic and queue id.
+#[derive(Debug)]
+pub struct ConsumeQueueTable {
+    root: PathBuf,
+    file_size: usize,
+    queues: RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>,
+}
+
+impl ConsumeQueueTable {
+    pub fn new(root: PathBuf, file_size: usize) -> Self {
+        ConsumeQueueTable {
+            root,
+            file_size,
+            queues: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Maps every queue directory under the root: `{topic}/{queueId}/`.
+    pub fn load(&self) -> Result<()> {
+        crate::fs_util::create_dir_all_durable(&self.root)?;
+        let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
+        let topics = std::fs::read_dir(&self.root).map_err(|e| StoreError::io(&self.root, e))?;
+        for t in topics {
+            let t = t.map_err(|e| StoreError::io(&self.root, e))?;
+            if !t.path().is_dir() {
+                continue;
+            }
+            let Some(topic) = t.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let qdirs = std::fs::read_dir(t.path()).map_err(|e| StoreError::io(t.path(), e))?;
+            for q in qdirs {
+                let q = q.map_err(|e| StoreError::io(t.path(), e))?;
+                let Some(qid) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let cq = ConsumeQueue::new(&self.root, &topic, qid, self.file_size);
+                cq.load()?;
+                table
+                    .entry(topic.clone())
+                    .or_default()
+                    .insert(qid, Arc::new(cq));
+            }
+        }
+        *self.queues.write() = table;
+        Ok(())
+    }
+
+    pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.queues.read().get(topic)?.get(&queue_id).cloned()
+    }
+
+    /// The queue, created empty if it does not exist yet. Refuses an address
+    /// that cannot name a queue directory (see [`crate::names`]).
+    pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>> {
+        if let Some(q) = self.get(topic, queue_id) {
+            return Ok(q);
+        }
+        check_queue_address(topic, queue_id).map_err(|e| StoreError::Layout {
+            path: self.root.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut w = self.queues.write();
+        Ok(Arc::clone(
+            w.entry(topic.to_string())
+                .or_default()
+                .entry(queue_id)
+                .or_insert_with(|| {
+                    Arc::new(ConsumeQueue::new(
+                        &self.root,
+                        topic,
+                        queue_id,
+                        self.file_size,
+                    ))
+                }),
+        ))
+    }
+
+    /// Every queue (snapshot).
+    pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
+        self.queues
+            .read()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
+    }
+
+    /// Queues of one topic, by queue id.
+    pub fn topic_queues(&self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
+        let mut v: Vec<_> = self
+            .queues
+            .read()
+            .get(topic)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        v.sort_by_key(|q| q.queue_id());
+        v
+    }
+
+    pub fn topics(&self) -> Vec<String> {
+        self.queues.read().keys().cloned().collect()
+    }
+
+    /// Removes a topic's queues and files. Only a topic that is one plain
+    /// file name is removed: nothing outside the queue root is ever touched.
+    pub fn remove_topic(&self, topic: &str) -> Result<()> {
+        if !is_plain_file_name(topic) {
+            return Err(StoreError::Layout {
+                path: self.root.clone(),
+                reason: format!("refusing to remove {topic:?}: not one plain file name"),
+            });
+        }
+        let removed = self.queues.write().remove(topic);
+        if let Some(qs) = removed {
+            for q in qs.values() {
+                q.destroy()?;
+            }
+            let dir = self.root.join(topic);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Ok(())
+    }
+}
