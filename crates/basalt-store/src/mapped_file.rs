@@ -473,6 +473,15 @@ impl MappedFile {
         Ok(self.flushed_position())
     }
 
+    /// fsyncs the whole file whatever the positions say (recovery: what it
+    /// kept may have been only in a crashed process's page cache).
+    pub fn sync_whole(&self) -> Result<()> {
+        faults::check_fsync(&self.path)?;
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::io(&self.path, e))
+    }
+
     /// Pre-faults every page and allocates the file's blocks on disk, so
     /// appends neither stall on page faults that zero-fill memory nor make
     /// fsyncs allocate blocks (RocketMQ's `warmMappedFile`). The zeros are
