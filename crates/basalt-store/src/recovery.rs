@@ -292,6 +292,7 @@ pub fn recover(
     let check_crc = commit_log.config().check_crc_on_recover;
     if files.is_empty() {
         commit_log.set_recovered_end(0);
+        checkpoint.reset_commit_log_durable_offset(Some(0));
         finish_queues(commit_log, consume_queues, dispatcher, 0)?;
         report.elapsed = started.elapsed();
         return Ok(report);

@@ -342,11 +342,12 @@ fn check_prefix(
         return Err(refused(root, "the CommitLog has no files"));
     };
     let files_end = last.0 + last.2 as i64;
-    if truncate_at < first.0 || truncate_at > files_end {
+    if truncate_at <= first.0 || truncate_at > files_end {
         return Err(refused(
             root,
             format!(
-                "offset {truncate_at} is outside the CommitLog ({}..{files_end})",
+                "offset {truncate_at} is not inside the CommitLog ({}..{files_end}]: \
+                 a cut must keep at least one record",
                 first.0
             ),
         ));

@@ -179,7 +179,7 @@ fn repair_refuses_a_running_store_a_ledger_and_a_bad_offset() {
 
     let repair = StoreRepair::open(dir.path()).unwrap();
     let mid = &written[written.len() / 2];
-    for bad in [mid.phys + 1, mid.end - 3, -5, i64::MAX] {
+    for bad in [mid.phys + 1, mid.end - 3, 0, -5, i64::MAX] {
         match repair.plan(bad) {
             Err(StoreError::RepairRefused { .. }) => {}
             other => panic!("offset {bad} is no record boundary: {other:?}"),
