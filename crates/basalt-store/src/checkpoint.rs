@@ -1,10 +1,14 @@
 //! StoreCheckpoint (docs/storage-format.md#checkpoint): the store times up to which the CommitLog,
-//! the ConsumeQueues and the index are known to be on disk.
+//! the ConsumeQueues and the index are known to be on disk, and the CommitLog
+//! offset up to which it is known to be fsynced (its durable point).
 //!
 //! The file is RocketMQ's 4096-byte layout (five i64 at offsets 0..40, rest
 //! zero). Basalt adds, in the unused area, a magic at 40 and a CRC32 of bytes
-//! 0..40 at 48, so a damaged checkpoint is detected; RocketMQ ignores those
-//! bytes. The file is always replaced atomically.
+//! 0..40 at 48, so a damaged checkpoint is detected; and an extension: a second
+//! magic at 56, the CommitLog durable offset at 64 and a CRC32 of bytes 0..72
+//! at 72. RocketMQ ignores everything past 40, older Basalt everything past
+//! 52; a checkpoint without the extension has an unknown durable point. The
+//! file is always replaced atomically.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -14,10 +18,38 @@ use crate::fs_util;
 
 const FILE_SIZE: usize = 4096;
 const MAGIC: &[u8; 8] = b"BSLTCKPT";
+/// Magic of the durable-offset extension (bytes 56..64).
+const DURABLE_MAGIC: &[u8; 8] = b"BSLTDURA";
+/// The durable offset (i64) and the CRC32 over 0..72 that covers it.
+const DURABLE_AT: usize = 64;
+const DURABLE_CRC_AT: usize = 72;
+/// In memory: the durable point is not known.
+const UNKNOWN: i64 = -1;
 
-/// Decodes a checkpoint image into its five values, checking the CRC when
-/// the Basalt magic is present. Errors give the offset and the reason.
-pub fn decode(raw: &[u8]) -> Result<[i64; 5], (i64, String)> {
+/// A decoded checkpoint image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointImage {
+    /// physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp,
+    /// masterFlushedOffset, confirmPhyOffset (RocketMQ's order).
+    pub values: [i64; 5],
+    /// The CommitLog offset below which every byte was fsynced when the
+    /// checkpoint was written; `None` when the file has no extension.
+    pub commit_log_durable_offset: Option<i64>,
+}
+
+fn read_u32(raw: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([raw[at], raw[at + 1], raw[at + 2], raw[at + 3]])
+}
+
+fn read_i64(raw: &[u8], at: usize) -> i64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&raw[at..at + 8]);
+    i64::from_be_bytes(b)
+}
+
+/// Decodes a checkpoint image, checking each CRC whose magic is present.
+/// Errors give the offset and the reason.
+pub fn decode(raw: &[u8]) -> Result<CheckpointImage, (i64, String)> {
     if raw.len() < 40 {
         return Err((
             raw.len() as i64,
@@ -25,7 +57,7 @@ pub fn decode(raw: &[u8]) -> Result<[i64; 5], (i64, String)> {
         ));
     }
     if raw.len() >= 52 && &raw[40..48] == MAGIC {
-        let stored = u32::from_be_bytes([raw[48], raw[49], raw[50], raw[51]]);
+        let stored = read_u32(raw, 48);
         let computed = crc32fast::hash(&raw[..40]);
         if stored != computed {
             return Err((
@@ -34,16 +66,35 @@ pub fn decode(raw: &[u8]) -> Result<[i64; 5], (i64, String)> {
             ));
         }
     }
-    let be = |a: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&raw[a..a + 8]);
-        i64::from_be_bytes(b)
-    };
-    Ok([be(0), be(8), be(16), be(24), be(32)])
+    let mut commit_log_durable_offset = None;
+    if raw.len() >= DURABLE_CRC_AT + 4 && &raw[56..64] == DURABLE_MAGIC {
+        let stored = read_u32(raw, DURABLE_CRC_AT);
+        let computed = crc32fast::hash(&raw[..DURABLE_CRC_AT]);
+        if stored != computed {
+            return Err((
+                DURABLE_CRC_AT as i64,
+                format!("durable-offset CRC {stored:#010x} does not match {computed:#010x}"),
+            ));
+        }
+        let offset = read_i64(raw, DURABLE_AT);
+        if offset < 0 {
+            return Err((
+                DURABLE_AT as i64,
+                format!("negative CommitLog durable offset {offset}"),
+            ));
+        }
+        commit_log_durable_offset = Some(offset);
+    }
+    let values = [0, 8, 16, 24, 32].map(|a| read_i64(raw, a));
+    Ok(CheckpointImage {
+        values,
+        commit_log_durable_offset,
+    })
 }
 
-/// The checkpoint values. See the module documentation.
-
+/// The checkpoint values. See the module documentation. The durable offset
+/// never claims more than was fsynced: the flush service raises it only
+/// after the CommitLog fsync it reports has returned.
 #[derive(Debug)]
 pub struct Checkpoint {
     path: PathBuf,
@@ -52,11 +103,14 @@ pub struct Checkpoint {
     index_msg_timestamp: AtomicI64,
     master_flushed_offset: AtomicI64,
     confirm_phy_offset: AtomicI64,
+    /// [`UNKNOWN`] or the CommitLog durable offset.
+    commit_log_durable_offset: AtomicI64,
 }
 
 impl Checkpoint {
-    /// Reads the checkpoint at `path`, or starts with zeros if there is none.
-    /// A checkpoint whose CRC does not match is an error naming the file.
+    /// Reads the checkpoint at `path`, or starts with zeros (and an unknown
+    /// durable point) if there is none. A checkpoint whose CRC does not
+    /// match is an error naming the file.
     pub fn load(path: &Path) -> Result<Checkpoint> {
         let cp = Checkpoint {
             path: path.to_path_buf(),
@@ -65,23 +119,28 @@ impl Checkpoint {
             index_msg_timestamp: AtomicI64::new(0),
             master_flushed_offset: AtomicI64::new(0),
             confirm_phy_offset: AtomicI64::new(0),
+            commit_log_durable_offset: AtomicI64::new(UNKNOWN),
         };
         let raw = match std::fs::read(path) {
             Ok(r) => r,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cp),
             Err(e) => return Err(StoreError::io(path, e)),
         };
-        let v = decode(&raw).map_err(|(offset, reason)| StoreError::Corrupt {
+        let image = decode(&raw).map_err(|(offset, reason)| StoreError::Corrupt {
             what: "checkpoint",
             path: path.to_path_buf(),
             offset,
             reason,
         })?;
+        let v = image.values;
         cp.physic_msg_timestamp.store(v[0], Ordering::Release);
         cp.logics_msg_timestamp.store(v[1], Ordering::Release);
         cp.index_msg_timestamp.store(v[2], Ordering::Release);
         cp.master_flushed_offset.store(v[3], Ordering::Release);
         cp.confirm_phy_offset.store(v[4], Ordering::Release);
+        if let Some(d) = image.commit_log_durable_offset {
+            cp.commit_log_durable_offset.store(d, Ordering::Release);
+        }
         Ok(cp)
     }
 
@@ -104,6 +163,12 @@ impl Checkpoint {
     pub fn confirm_phy_offset(&self) -> i64 {
         self.confirm_phy_offset.load(Ordering::Acquire)
     }
+    /// The CommitLog offset below which everything is known to be fsynced,
+    /// if known.
+    pub fn commit_log_durable_offset(&self) -> Option<i64> {
+        let v = self.commit_log_durable_offset.load(Ordering::Acquire);
+        (v >= 0).then_some(v)
+    }
     pub fn set_physic_msg_timestamp(&self, v: i64) {
         self.physic_msg_timestamp.fetch_max(v, Ordering::AcqRel);
     }
@@ -119,6 +184,20 @@ impl Checkpoint {
     pub fn set_confirm_phy_offset(&self, v: i64) {
         self.confirm_phy_offset.store(v, Ordering::Release);
     }
+    /// Raises the durable offset to `fsynced` (never lowers it). Call only
+    /// once the fsync covering `[0, fsynced)` has returned.
+    pub fn advance_commit_log_durable_offset(&self, fsynced: i64) {
+        debug_assert!(fsynced >= 0);
+        self.commit_log_durable_offset
+            .fetch_max(fsynced, Ordering::AcqRel);
+    }
+    /// Replaces the durable offset (recovery and repair, which cut the log:
+    /// the durable point then is the cut end, or unknown with `None`).
+    pub fn reset_commit_log_durable_offset(&self, v: Option<i64>) {
+        assert!(v.is_none_or(|o| o >= 0), "negative durable offset {v:?}");
+        self.commit_log_durable_offset
+            .store(v.unwrap_or(UNKNOWN), Ordering::Release);
+    }
 
     /// The store time from which an abnormal recovery must re-dispatch: the
     /// oldest of the three timestamps (0 if any is unknown).
@@ -129,7 +208,8 @@ impl Checkpoint {
             .max(0)
     }
 
-    /// The on-disk image.
+    /// The on-disk image (with the extension only when the durable point
+    /// is known).
     pub fn encode(&self) -> Vec<u8> {
         let mut raw = vec![0u8; FILE_SIZE];
         raw[0..8].copy_from_slice(&self.physic_msg_timestamp().to_be_bytes());
@@ -140,6 +220,12 @@ impl Checkpoint {
         raw[40..48].copy_from_slice(MAGIC);
         let crc = crc32fast::hash(&raw[..40]);
         raw[48..52].copy_from_slice(&crc.to_be_bytes());
+        if let Some(d) = self.commit_log_durable_offset() {
+            raw[56..64].copy_from_slice(DURABLE_MAGIC);
+            raw[DURABLE_AT..DURABLE_AT + 8].copy_from_slice(&d.to_be_bytes());
+            let crc = crc32fast::hash(&raw[..DURABLE_CRC_AT]);
+            raw[DURABLE_CRC_AT..DURABLE_CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        }
         raw
     }
 
@@ -189,5 +275,70 @@ mod tests {
         std::fs::write(&p, raw).unwrap();
         let cp = Checkpoint::load(&p).unwrap();
         assert_eq!(cp.min_timestamp(), 5);
+        assert_eq!(cp.commit_log_durable_offset(), None);
+    }
+
+    #[test]
+    fn durable_offset_round_trips_under_its_crc() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("checkpoint");
+        let cp = Checkpoint::load(&p).unwrap();
+        assert_eq!(cp.commit_log_durable_offset(), None);
+        cp.set_physic_msg_timestamp(300);
+        cp.advance_commit_log_durable_offset(4096);
+        cp.advance_commit_log_durable_offset(1000);
+        assert_eq!(
+            cp.commit_log_durable_offset(),
+            Some(4096),
+            "never lowered by a flush"
+        );
+        cp.flush().unwrap();
+        let again = Checkpoint::load(&p).unwrap();
+        assert_eq!(again.commit_log_durable_offset(), Some(4096));
+        assert_eq!(again.physic_msg_timestamp(), 300);
+
+        let raw = std::fs::read(&p).unwrap();
+        assert_eq!(&raw[56..64], DURABLE_MAGIC);
+        // A flipped bit in the offset, or in a RocketMQ field it also
+        // covers, is caught by the extension's CRC.
+        for at in [DURABLE_AT + 7, DURABLE_CRC_AT, 50] {
+            let mut bad = raw.clone();
+            bad[at] ^= 1;
+            let e = decode(&bad).unwrap_err();
+            assert!(e.0 == DURABLE_CRC_AT as i64 || e.0 == 48, "{e:?}");
+        }
+        let mut bad = raw.clone();
+        bad[3] ^= 1;
+        assert_eq!(decode(&bad).unwrap_err().0, 48);
+
+        // Reset to unknown: the image is the old format again.
+        again.reset_commit_log_durable_offset(None);
+        let old = again.encode();
+        assert!(old[52..].iter().all(|b| *b == 0));
+        assert_eq!(decode(&old).unwrap().commit_log_durable_offset, None);
+    }
+
+    #[test]
+    fn older_basalt_checkpoint_loads_with_unknown_durable_point() {
+        // What Basalt wrote before the extension: magic and CRC over 0..40.
+        let mut raw = vec![0u8; 4096];
+        raw[0..8].copy_from_slice(&11i64.to_be_bytes());
+        raw[8..16].copy_from_slice(&12i64.to_be_bytes());
+        raw[16..24].copy_from_slice(&13i64.to_be_bytes());
+        raw[40..48].copy_from_slice(MAGIC);
+        let crc = crc32fast::hash(&raw[..40]);
+        raw[48..52].copy_from_slice(&crc.to_be_bytes());
+        let image = decode(&raw).unwrap();
+        assert_eq!(image.values[..3], [11, 12, 13]);
+        assert_eq!(image.commit_log_durable_offset, None);
+        // And the new image still passes the old reader's check (magic at
+        // 40, CRC of 0..40 at 48), so older Basalt reads it.
+        let dir = tempfile::tempdir().unwrap();
+        let cp = Checkpoint::load(&dir.path().join("checkpoint")).unwrap();
+        cp.set_physic_msg_timestamp(11);
+        cp.advance_commit_log_durable_offset(77);
+        let new = cp.encode();
+        assert_eq!(&new[40..48], MAGIC);
+        assert_eq!(read_u32(&new, 48), crc32fast::hash(&new[..40]));
     }
 }

@@ -49,6 +49,9 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// `basalt store repair` will not touch this store (see the reason).
+    #[error("refusing to repair {path}: {reason}")]
+    RepairRefused { path: PathBuf, reason: String },
     #[error("store directory {path} is locked by another process")]
     Locked { path: PathBuf },
     #[error("invalid store configuration: {0}")]

@@ -10,6 +10,7 @@
 //! * [`recovery`] — normal and abnormal crash recovery;
 //! * [`store`] — [`MessageStore`], the façade the broker uses;
 //! * [`check`] — offline validation and listing for operators;
+//! * [`repair`] — cutting a damaged store back to a valid prefix, offline;
 //! * [`timer`] — the TimerLog, timing wheel and checkpoint of timer messages.
 //!
 //! The store knows nothing of the network.
@@ -37,6 +38,7 @@ pub mod message_log;
 pub mod names;
 pub mod put;
 pub mod recovery;
+pub mod repair;
 pub mod services;
 pub mod signal;
 pub mod store;

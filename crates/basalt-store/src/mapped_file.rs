@@ -572,6 +572,13 @@ impl MappedFile {
         Ok(())
     }
 
+    /// fsyncs the whole file whatever the positions say (recovery: what it
+    /// kept may have been only in a crashed process's page cache).
+    pub fn sync_whole(&self) -> Result<()> {
+        faults::check_fsync(&self.path)?;
+        self.sync_range(0, self.size)
+    }
+
     /// Pre-faults every page and allocates the file's blocks on disk, so
     /// appends neither stall on page faults that zero-fill memory nor make
     /// fsyncs allocate blocks (RocketMQ's `warmMappedFile`). The zeros are

@@ -13,6 +13,16 @@
 //! wrong PHYSICALOFFSET, zeros) ends the log and everything after it is cut —
 //! unless a valid record follows it, which means damage in the middle of the
 //! log: that is an error naming the file and offset, never a silent drop.
+//!
+//! The checkpoint's CommitLog durable offset refines that rule. Everything
+//! below it was fsynced; past it the device may have kept a later page of
+//! the unsynced tail and lost an earlier one. So damage at or past the
+//! durable offset is cut, with a warning naming the file, the offset and the
+//! bytes cut, even when valid records follow; only damage below it is
+//! refused as middle corruption. With no durable offset (a checkpoint
+//! written by RocketMQ or older Basalt) the rule above stands alone. After
+//! an abnormal recovery the files kept are fsynced, and the durable offset
+//! restarts at the recovered end.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -185,6 +195,11 @@ pub struct RecoveryReport {
     pub records_scanned: u64,
     pub bytes_scanned: u64,
     pub consume_queue_units_dropped: u64,
+    /// The checkpoint's CommitLog durable offset (None: unknown).
+    pub durable_offset: Option<i64>,
+    /// Damage at or past the durable offset with valid records after it:
+    /// an unsynced tail that reached the disk out of order, cut.
+    pub cut_past_durable: bool,
     /// Where re-dispatch stopped because the disk had no room for a
     /// ConsumeQueue file: dispatch resumes there once the store runs.
     pub dispatch_stopped_at: Option<i64>,
@@ -277,6 +292,7 @@ pub fn recover(
     let check_crc = commit_log.config().check_crc_on_recover;
     if files.is_empty() {
         commit_log.set_recovered_end(0);
+        checkpoint.reset_commit_log_durable_offset(Some(0));
         finish_queues(commit_log, consume_queues, dispatcher, 0)?;
         report.elapsed = started.elapsed();
         return Ok(report);
@@ -354,23 +370,18 @@ pub fn recover(
         Ok(())
     })?;
 
-    if let Some((i, pos)) = stopped_at
-        && let Some(next_valid) = find_valid_record_after(&files, i, pos)
-    {
-        let f = &files[i];
-        return Err(StoreError::MiddleCorruption {
-            path: f.path().to_path_buf(),
-            offset: f.start_offset() + pos as i64,
-            file_offset: pos,
-            reason: report.stop.clone(),
-            next_valid,
-        });
-    }
-
     let wrote_end = commit_log.files().max_wrote_offset();
     report.cut_bytes = (wrote_end - log_end).max(0);
+    report.durable_offset = checkpoint.commit_log_durable_offset();
+    if let Some((i, pos)) = stopped_at {
+        judge_stop(&files, i, pos, &mut report)?;
+    }
     commit_log.truncate(log_end)?;
     commit_log.set_recovered_end(log_end);
+    if abnormal {
+        make_kept_durable(&files[start_idx..], log_end)?;
+    }
+    checkpoint.reset_commit_log_durable_offset(Some(log_end));
     report.log_end = log_end;
     report.dispatch_stopped_at = redispatched.stopped_at;
     finish_queues(commit_log, consume_queues, dispatcher, log_end)?;
@@ -379,6 +390,71 @@ pub fn recover(
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Decides what the stop of the scan at `pos` in `files[i]` means, against
+/// the checkpoint's durable offset (see the module docs): a torn or
+/// out-of-order tail to cut (Ok), or damage in the middle (the error).
+fn judge_stop(
+    files: &[Arc<MappedFile>],
+    i: usize,
+    pos: usize,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let f = &files[i];
+    let offset = f.start_offset() + pos as i64;
+    let next_valid = find_valid_record_after(files, i, pos);
+    match (next_valid, report.durable_offset) {
+        (Some(next_valid), Some(durable)) if offset >= durable => {
+            tracing::warn!(
+                file = %f.path().display(),
+                file_offset = pos,
+                offset,
+                durable,
+                next_valid,
+                cut_bytes = report.cut_bytes,
+                stop = %report.stop,
+                "damage past the durable offset (an unsynced tail written out of order): cutting the log here"
+            );
+            report.cut_past_durable = true;
+            Ok(())
+        }
+        (Some(next_valid), durable) => Err(StoreError::MiddleCorruption {
+            path: f.path().to_path_buf(),
+            offset,
+            file_offset: pos,
+            reason: match durable {
+                Some(d) => format!("{} (inside the durable region up to {d})", report.stop),
+                None => report.stop.clone(),
+            },
+            next_valid,
+        }),
+        (None, Some(durable)) if offset < durable => {
+            // Nothing valid follows, so there is nothing to keep past here;
+            // but the checkpoint says these bytes were fsynced. Say so.
+            tracing::error!(
+                file = %f.path().display(),
+                file_offset = pos,
+                offset,
+                durable,
+                cut_bytes = report.cut_bytes,
+                stop = %report.stop,
+                "the CommitLog ends before its durable offset: data that was fsynced is missing"
+            );
+            Ok(())
+        }
+        (None, _) => Ok(()),
+    }
+}
+
+/// fsyncs the CommitLog files an abnormal recovery kept from `files` (up to
+/// `log_end`): they may have been only in the page cache of the crashed
+/// process, and the durable offset restarts at `log_end`.
+fn make_kept_durable(files: &[Arc<MappedFile>], log_end: i64) -> Result<()> {
+    for f in files.iter().filter(|f| f.start_offset() < log_end) {
+        f.sync_whole()?;
+    }
+    Ok(())
 }
 
 /// Recovery when the records live outside the CommitLog: ConsumeQueues keep

@@ -97,9 +97,7 @@ pub fn start_flush_service(
             let stopping = stop.load(Ordering::Acquire);
             if stopping {
                 // Final flush of everything.
-                if let Ok(Some(ts)) = commit_log.flush(0) {
-                    checkpoint.set_physic_msg_timestamp(ts);
-                }
+                flush_commit_log(&commit_log, &checkpoint, 0);
                 return;
             }
             if commit_log.health().is_poisoned() {
@@ -120,9 +118,7 @@ pub fn start_flush_service(
                     group.gather(&commit_log, &stop);
                     let started = Instant::now();
                     let count = commit_log.put_stats().0;
-                    if let Ok(Some(ts)) = commit_log.flush(0) {
-                        checkpoint.set_physic_msg_timestamp(ts);
-                    }
+                    flush_commit_log(&commit_log, &checkpoint, 0);
                     group.flushed(count, started.elapsed());
                 }
                 FlushDiskType::AsyncFlush => {
@@ -142,13 +138,26 @@ pub fn start_flush_service(
                     } else {
                         cfg.flush_commit_log_least_pages
                     };
-                    if let Ok(Some(ts)) = commit_log.flush(least) {
-                        checkpoint.set_physic_msg_timestamp(ts);
-                    }
+                    flush_commit_log(&commit_log, &checkpoint, least);
                 }
             }
         }
     })
+}
+
+/// One CommitLog flush, noted in the checkpoint's memory: the store time
+/// of the last flushed record, and the durable offset. Both are set only
+/// after the fsync returned, so the checkpoint never claims more than is on
+/// disk; the file itself is written by the ConsumeQueue flush service, so
+/// a flush costs no extra fsync. A failed flush poisons the store (in
+/// [`CommitLog::flush`]) and notes nothing.
+fn flush_commit_log(commit_log: &CommitLog, checkpoint: &Checkpoint, least_pages: usize) {
+    if let Ok(ts) = commit_log.flush(least_pages) {
+        if let Some(ts) = ts {
+            checkpoint.set_physic_msg_timestamp(ts);
+        }
+        checkpoint.advance_commit_log_durable_offset(commit_log.flushed_offset());
+    }
 }
 
 /// Group commit pacing for SYNC_FLUSH.
@@ -265,11 +274,7 @@ pub fn start_consume_queue_flush_service(
         // What is on disk already: an unchanged checkpoint is not rewritten
         // (a store opened on a full disk has no block for a new one).
         let mut last_written = CheckpointWritten {
-            times: (
-                checkpoint.physic_msg_timestamp(),
-                checkpoint.logics_msg_timestamp(),
-                checkpoint.index_msg_timestamp(),
-            ),
+            times: checkpoint_content(&checkpoint),
             no_space: false,
         };
         loop {
@@ -304,8 +309,8 @@ pub fn start_consume_queue_flush_service(
 /// What the ConsumeQueue flush service last wrote into the checkpoint.
 #[derive(Debug)]
 pub(crate) struct CheckpointWritten {
-    /// (physic, logics, index) times of the last checkpoint written.
-    times: (i64, i64, i64),
+    /// The content of the last checkpoint written.
+    times: CheckpointContent,
     /// The last write failed for lack of space (logged once).
     no_space: bool,
 }
@@ -357,6 +362,18 @@ fn flush_all_queues(
     })
 }
 
+/// (physic, logics, index) times and the CommitLog durable offset.
+type CheckpointContent = (i64, i64, i64, Option<i64>);
+
+fn checkpoint_content(checkpoint: &Checkpoint) -> CheckpointContent {
+    (
+        checkpoint.physic_msg_timestamp(),
+        checkpoint.logics_msg_timestamp(),
+        checkpoint.index_msg_timestamp(),
+        checkpoint.commit_log_durable_offset(),
+    )
+}
+
 /// One round of the ConsumeQueue flush service; with `least_pages == 0`
 /// everything dispatched is flushed and the checkpoint's ConsumeQueue and
 /// index times advance to what was dispatched before the round began.
@@ -384,11 +401,7 @@ pub(crate) fn flush_queues_and_checkpoint(
             }
         }
     }
-    let now = (
-        checkpoint.physic_msg_timestamp(),
-        checkpoint.logics_msg_timestamp(),
-        checkpoint.index_msg_timestamp(),
-    );
+    let now = checkpoint_content(checkpoint);
     if now != last_written.times {
         match checkpoint.flush() {
             Ok(()) => {

@@ -432,6 +432,21 @@ pub enum StoreCommand {
         #[arg(long)]
         file_size: Option<usize>,
     },
+    /// Cut a stopped store's CommitLog at OFFSET (keeping everything below
+    /// it) and the ConsumeQueue units pointing past it, for a store refused
+    /// for damage in the middle. Prints what it removes; changes nothing
+    /// without --yes. See docs/repair.md.
+    Repair {
+        /// Store root directory (holding commitlog/).
+        dir: PathBuf,
+        /// The global CommitLog offset to cut at: the end of a valid record
+        /// (the offset `basalt store check` reports as first bad).
+        #[arg(long)]
+        truncate_at: i64,
+        /// Do it (without: a dry run that only prints the plan).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 impl Cli {

@@ -202,6 +202,14 @@ impl LedgerCore {
         // terms left in this log is committed too (Raft's commit rule).
         let size = HEADER_SIZE as i64;
         let noop_index = self.end_index + 1;
+        // Terms along the log never decrease: the no-op's term is the newest.
+        assert!(
+            self.term >= self.end_term,
+            "member {}: leader of term {} over a log ending in term {}",
+            self.self_id,
+            self.term,
+            self.end_term
+        );
         match self.place_next(size) {
             Ok(pos) => {
                 self.end_index = noop_index;
@@ -456,6 +464,10 @@ impl LedgerCore {
         }
         let first_index = self.end_index + 1;
         let entries = self.place_leader_entries(body_lens);
+        debug_assert!(
+            self.term >= self.end_term,
+            "entry terms along the log must not decrease"
+        );
         self.end_term = self.term;
         self.wrote_this_step = true;
         let last_index = self.end_index;

@@ -315,6 +315,7 @@ impl LedgerCore {
             .min(self.handler.matched)
             .min(limit);
         if c > self.committed_index {
+            debug_assert!(c <= limit && c <= self.end_index);
             self.committed_index = c;
             self.out
                 .push(LedgerCommand::CommitAdvanced { committed_index: c });
@@ -400,6 +401,13 @@ impl LedgerCore {
         };
         self.handler.matched = keep;
         if self.end_index > keep {
+            // A committed entry is never cut.
+            assert!(
+                keep >= self.committed_index,
+                "member {}: truncation after {keep} below the committed index {}",
+                self.self_id,
+                self.committed_index
+            );
             let keep_term = if keep == i {
                 e.term()
             } else {
@@ -442,6 +450,12 @@ impl LedgerCore {
             }
             _ => (e.pos(), -1),
         };
+        assert!(
+            prev >= self.committed_index,
+            "member {}: rewrite from {i} below the committed index {}",
+            self.self_id,
+            self.committed_index
+        );
         self.wrote_this_step = true;
         self.out.push(LedgerCommand::Truncate {
             next_index: i,
@@ -477,6 +491,7 @@ impl LedgerCore {
         {
             let index = e.index();
             if index == self.end_index + 1 && self.role == Role::Follower {
+                debug_assert!(e.term() >= self.end_term && e.term() <= self.term);
                 self.end_index = index;
                 self.end_term = e.term();
                 self.end_pos = e.header.end_pos();
@@ -548,6 +563,7 @@ impl LedgerCore {
             return self.answer(w.from, w.id, resp);
         }
         let last = w.req.last_index();
+        debug_assert!(prev_term >= self.end_term && prev_term <= self.term);
         self.end_index = last;
         self.end_term = prev_term;
         self.end_pos = end_pos;

@@ -26,7 +26,20 @@ pub struct CoreInit {
 impl LedgerCore {
     /// Records a term/vote change; messages sent from now on wait until it is durable.
     pub(crate) fn set_term_vote(&mut self, term: i64, voted_for: Option<NodeId>) {
-        debug_assert!(term >= self.term, "term must never decrease");
+        assert!(
+            term >= self.term,
+            "member {}: term must never decrease ({} -> {term})",
+            self.self_id,
+            self.term
+        );
+        // One vote per term: once cast (or adopted from a leader), a term's
+        // vote is never replaced, not even by "no vote".
+        assert!(
+            term > self.term || self.voted_for.is_none() || voted_for == self.voted_for,
+            "member {}: second vote in term {term} ({:?} -> {voted_for:?})",
+            self.self_id,
+            self.voted_for
+        );
         if term != self.term || voted_for != self.voted_for {
             self.term = term;
             self.voted_for = voted_for;

@@ -28,6 +28,7 @@ impl LedgerCore {
         if through > self.durable_index {
             self.durable_index = through;
         }
+        debug_assert!(self.durable_index <= self.end_index);
         self.handler_on_synced(log);
     }
 

@@ -203,6 +203,8 @@ impl LedgerCore {
         self.now = self.now.max(now);
         self.wrote_this_step = false;
         debug_assert!(self.out.is_empty());
+        #[cfg(debug_assertions)]
+        let before = (self.term, self.committed_index);
         match event {
             Event::Tick => self.on_tick(log),
             Event::Message(env) => self.on_message(env, log),
@@ -216,7 +218,67 @@ impl LedgerCore {
             Event::StorageFailed { reason } => self.on_storage_failed(&reason),
         }
         self.after_event(log);
+        #[cfg(debug_assertions)]
+        self.check_invariants(before);
         std::mem::take(&mut self.out)
+    }
+
+    /// The state invariants every step keeps (debug builds: the simulator
+    /// runs them after every step of every seed). `before` is the term and
+    /// committed index the step started with.
+    #[cfg(debug_assertions)]
+    fn check_invariants(&self, before: (i64, i64)) {
+        let me = &self.self_id;
+        debug_assert!(self.term >= before.0, "{me}: term went back");
+        debug_assert!(
+            self.committed_index >= before.1,
+            "{me}: committed index went back from {} to {}",
+            before.1,
+            self.committed_index
+        );
+        debug_assert!(
+            self.committed_index <= self.end_index,
+            "{me}: committed {} past the log end {}",
+            self.committed_index,
+            self.end_index
+        );
+        debug_assert!(
+            self.durable_index <= self.end_index,
+            "{me}: durable {} past the log end {}",
+            self.durable_index,
+            self.end_index
+        );
+        if self.cfg.ack_mode == crate::config::AckMode::Durable {
+            debug_assert!(
+                self.committed_index <= self.durable_index,
+                "{me}: committed {} past the durable end {}",
+                self.committed_index,
+                self.durable_index
+            );
+        }
+        debug_assert!(
+            self.end_term <= self.term,
+            "{me}: log ends in term {} after the current term {}",
+            self.end_term,
+            self.term
+        );
+        if self.role == Role::Leader {
+            debug_assert_eq!(
+                self.voted_for.as_ref(),
+                Some(me),
+                "{me}: leader without its own vote"
+            );
+            if let Some(ls) = &self.leader_state {
+                for (peer, d) in &ls.dispatchers {
+                    debug_assert!(
+                        d.watermark <= self.end_index,
+                        "{me}: match index {} of {peer} past the log end {}",
+                        d.watermark,
+                        self.end_index
+                    );
+                }
+            }
+        }
     }
 
     /// Work every step ends with: replication progress, commit, group commit,

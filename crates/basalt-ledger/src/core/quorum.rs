@@ -90,6 +90,14 @@ impl LedgerCore {
         if self.term_of(log, quorum_index) != Some(self.term) {
             return;
         }
+        // Raft's commit rule: a majority (the leader counted by its own
+        // watermark) holds the entry, which is of the leader's own term and
+        // within its durable end (durable ack mode).
+        debug_assert!(
+            marks.iter().filter(|m| **m >= quorum_index).count() >= self.cfg.quorum,
+            "commit of {quorum_index} without a quorum: {marks:?}"
+        );
+        debug_assert!(quorum_index <= self.end_index && quorum_index <= self.own_watermark());
         self.committed_index = quorum_index;
         self.out.push(LedgerCommand::CommitAdvanced {
             committed_index: quorum_index,
