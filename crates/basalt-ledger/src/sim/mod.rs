@@ -19,7 +19,9 @@
 //! mode); a member's committed index never passes its durable end. After the fault
 //! phase it heals everything and checks liveness: a leader is elected, every
 //! pending append is answered, a fresh append commits, all logs agree up to the
-//! committed index.
+//! committed index. Then leadership must move as asked: a preferred leader
+//! leads the settled cluster; without one, a transfer to a random member must
+//! succeed and the cluster settle again under it.
 
 //!
 //! Layout: this file holds the run's state and its main loop; `event_queue`
@@ -31,6 +33,7 @@
 mod clients;
 mod event_queue;
 mod fault_injection;
+mod final_transfer;
 mod invariants;
 mod liveness;
 mod memlog;
@@ -189,6 +192,8 @@ pub struct Sim {
     committed: Vec<Entry>,
     acked: BTreeMap<i64, Entry>,
     probe: Option<(ClientId, bool)>,
+    /// The leadership transfer asked for after the heal (`final_transfer`).
+    final_transfer: Option<final_transfer::FinalTransfer>,
     pending_error: Option<String>,
     report: SimReport,
 }
@@ -265,6 +270,7 @@ impl Sim {
             committed: Vec::new(),
             acked: BTreeMap::new(),
             probe: None,
+            final_transfer: None,
             pending_error: None,
             report: SimReport::default(),
         }
@@ -295,6 +301,9 @@ impl Sim {
             self.now_us = self.now_us.max(s.at);
             self.handle(s.ev)?;
             if !self.faults_on && self.settled()? {
+                if self.start_final_transfer()? {
+                    continue;
+                }
                 self.final_checks()?;
                 self.report.sim_ms = self.now_us / 1000;
                 return Ok(());

@@ -3,6 +3,7 @@
 //! Bodies where Java emits bare numeric keys have dedicated writers.
 
 pub mod client;
+pub mod ledger;
 pub mod route;
 pub mod stats;
 pub mod topic;
@@ -20,6 +21,7 @@ pub use stats::{
 pub use topic::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
 };
+pub use ledger::{LedgerGroupStatus, LedgerPeerStatus};
 pub use transaction::{PendingTransaction, TransactionList};
 
 /// A body that could not be decoded or encoded.
