@@ -145,6 +145,10 @@ pub struct SimReport {
     pub crashes: u64,
     pub terms: i64,
     pub sim_ms: u64,
+    /// The run ended after a leadership transfer it asked for once settled.
+    pub transferred_after_heal: bool,
+    /// The run ended led by its preferred leader.
+    pub led_by_preferred: bool,
 }
 
 /// One simulated member: its core (`None` while crashed), its simulated disk and
@@ -305,6 +309,9 @@ impl Sim {
                     continue;
                 }
                 self.final_checks()?;
+                self.report.transferred_after_heal =
+                    self.final_transfer.as_ref().is_some_and(|t| t.result.is_some());
+                self.report.led_by_preferred = self.opts.preferred_leader;
                 self.report.sim_ms = self.now_us / 1000;
                 return Ok(());
             }

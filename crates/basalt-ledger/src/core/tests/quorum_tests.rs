@@ -284,14 +284,15 @@ fn a_leader_hands_over_to_its_preferred_leader_once_it_is_caught_up() {
         .into_iter()
         .find(|(to, _, _)| *to == id(1))
         .expect("a COMPARE to n1");
-    // n1 has not confirmed anything: no transfer, however long the leader leads.
-    let cmds = step(&mut c, &mut log, 800, Event::Tick);
+    // n1 has not confirmed anything: no transfer.
+    let cmds = step(&mut c, &mut log, 650, Event::Tick);
     assert!(take_requests(&cmds).is_empty());
     assert_eq!(c.transferee(), None);
-    // n1 confirms the whole log (the no-op at 1) durably and answers within
-    // two heartbeats: the leader hands over by itself.
-    let mut cmds = step(&mut c, &mut log, 810, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
-    cmds.extend(step(&mut c, &mut log, 820, Event::Tick));
+    // n1 confirms the whole log (the no-op at 1) durably and answered within
+    // two heartbeats: once the first lease of the term is over, the leader
+    // hands over by itself.
+    let mut cmds = step(&mut c, &mut log, 660, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    cmds.extend(step(&mut c, &mut log, 710, Event::Tick));
     let take = take_requests(&cmds);
     assert_eq!(take.len(), 1, "one take-leadership request: {cmds:?}");
     assert_eq!(take[0].0, id(1));
@@ -302,7 +303,7 @@ fn a_leader_hands_over_to_its_preferred_leader_once_it_is_caught_up() {
     let cmds = step(
         &mut c,
         &mut log,
-        821,
+        711,
         Event::ClientAppend {
             client: 3,
             body_lens: vec![4],
@@ -328,8 +329,8 @@ fn a_preferred_leader_keeps_leading() {
         .into_iter()
         .find(|(to, _, _)| *to == id(1))
         .expect("a COMPARE to n1");
-    let mut cmds = step(&mut c, &mut log, 810, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
-    cmds.extend(step(&mut c, &mut log, 820, Event::Tick));
+    let mut cmds = step(&mut c, &mut log, 660, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    cmds.extend(step(&mut c, &mut log, 710, Event::Tick));
     assert!(take_requests(&cmds).is_empty());
     assert_eq!(c.role(), Role::Leader);
 }
