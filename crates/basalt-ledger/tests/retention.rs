@@ -78,9 +78,9 @@ async fn append_many(nodes: &[&LedgerHandle], n: usize) {
         b.resize(500, b'a' + (k % 26) as u8);
         match h.append(vec![b], |_| {}).await {
             Ok(_) => k += 1,
-            Err(LedgerError::NotLeader { .. } | LedgerError::Transferring | LedgerError::Timeout) => {
-                tokio::time::sleep(Duration::from_millis(20)).await
-            }
+            Err(
+                LedgerError::NotLeader { .. } | LedgerError::Transferring | LedgerError::Timeout,
+            ) => tokio::time::sleep(Duration::from_millis(20)).await,
             Err(e) => panic!("append failed: {e}"),
         }
     }
@@ -98,7 +98,10 @@ async fn a_follower_behind_the_first_kept_entry_starts_over_there() {
     append_many(&all, 20).await;
     // Cut n2 off; only n0 and n1 go on (a majority of three).
     for h in &all {
-        tokio::time::timeout(BOUND, h.wait_committed(20)).await.unwrap().unwrap();
+        tokio::time::timeout(BOUND, h.wait_committed(20))
+            .await
+            .unwrap()
+            .unwrap();
     }
     let stale_end = n2.status().ledger_end_index;
     net.isolate(&NodeId::new("n2"));
@@ -106,28 +109,43 @@ async fn a_follower_behind_the_first_kept_entry_starts_over_there() {
     append_many(&two, 300).await; // ~150 KB: about nine data files
     let target = two[leader(&two).await].status().committed_index;
     for h in &two {
-        tokio::time::timeout(BOUND, h.wait_committed(target)).await.unwrap().unwrap();
+        tokio::time::timeout(BOUND, h.wait_committed(target))
+            .await
+            .unwrap()
+            .unwrap();
     }
     // Every member purges its own old files, never past its committed entry.
     for h in &two {
         let committed = h.status().committed_index;
         let files_before = h.reader().data_files().len();
         let begin = h.purge_before(i64::MAX).await.unwrap();
-        assert!(begin > stale_end + 1, "n2's end {stale_end} must be below the first kept entry {begin}");
+        assert!(
+            begin > stale_end + 1,
+            "n2's end {stale_end} must be below the first kept entry {begin}"
+        );
         assert!(begin <= committed);
         assert!(h.reader().data_files().len() < files_before);
         assert_eq!(h.status().ledger_begin_index, begin);
     }
-    let leader_begin = n0.status().ledger_begin_index.max(n1.status().ledger_begin_index);
+    let leader_begin = n0
+        .status()
+        .ledger_begin_index
+        .max(n1.status().ledger_begin_index);
 
     // Heal: n2 is far behind the first kept entry; it starts over there.
     net.heal();
     append_many(&all, 5).await;
     let l = all[leader(&all).await];
     let end = l.status().committed_index;
-    tokio::time::timeout(BOUND, n2.wait_committed(end)).await.unwrap().unwrap();
+    tokio::time::timeout(BOUND, n2.wait_committed(end))
+        .await
+        .unwrap()
+        .unwrap();
     let begin2 = n2.status().ledger_begin_index;
-    assert!(begin2 > stale_end, "n2 discarded its old log (begin {begin2})");
+    assert!(
+        begin2 > stale_end,
+        "n2 discarded its old log (begin {begin2})"
+    );
     assert!(begin2 <= leader_begin.max(begin2));
     // From n2's first entry on, every member holds the same committed entries.
     let theirs = l.reader().entries(begin2, usize::MAX, usize::MAX).unwrap();
@@ -137,7 +155,11 @@ async fn a_follower_behind_the_first_kept_entry_starts_over_there() {
     let pick = |v: &[basalt_ledger::LedgerEntry]| -> Vec<_> {
         v.iter().filter(|e| e.index <= upto).cloned().collect()
     };
-    assert_eq!(pick(&mine), pick(&theirs), "n2's log differs from the leader's");
+    assert_eq!(
+        pick(&mine),
+        pick(&theirs),
+        "n2's log differs from the leader's"
+    );
     // n2's old files are gone: its first data file is the leader's first kept one
     // or later.
     let first_file = n2.reader().data_files()[0].start;

@@ -31,8 +31,14 @@ fn run_seeds(seeds: std::ops::Range<u64>) {
     // Leadership moved where it was asked to: a transfer after the heal, or
     // the preferred leader leading the settled cluster (about a quarter).
     let n = (seeds.end - seeds.start) as u32;
-    assert!(transferred + preferred == n, "{transferred} transfers + {preferred} preferred of {n} runs");
-    assert!(transferred > 0 && preferred > 0, "{transferred} transfers, {preferred} preferred");
+    assert!(
+        transferred + preferred == n,
+        "{transferred} transfers + {preferred} preferred of {n} runs"
+    );
+    assert!(
+        transferred > 0 && preferred > 0,
+        "{transferred} transfers, {preferred} preferred"
+    );
 }
 
 #[test]

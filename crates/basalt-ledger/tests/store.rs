@@ -351,7 +351,9 @@ fn purge_never_crosses_the_committed_entry_nor_the_newest_file() {
     let first_kept = reader.data_files()[0].clone();
     assert!(first_kept.start <= first_uncommitted, "{first_kept:?}");
     for i in begin..=20 {
-        reader.entry(i).expect("committed entries past the begin stay readable");
+        reader
+            .entry(i)
+            .expect("committed entries past the begin stay readable");
     }
     // Once everything is committed, the newest file still stays.
     s.set_committed(59);

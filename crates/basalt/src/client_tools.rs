@@ -596,7 +596,9 @@ fn replication_summary(rt: &BTreeMap<String, String>) -> String {
             get("ledgerSelfId").unwrap_or("-"),
             role,
             get("ledgerTerm").unwrap_or("-"),
-            get("ledgerLeaderId").filter(|l| !l.is_empty()).unwrap_or("-"),
+            get("ledgerLeaderId")
+                .filter(|l| !l.is_empty())
+                .unwrap_or("-"),
             get("ledgerEndIndex").unwrap_or("-"),
             get("ledgerCommittedIndex").unwrap_or("-"),
             get("ledgerLag").unwrap_or("-")

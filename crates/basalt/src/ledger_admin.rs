@@ -39,7 +39,11 @@ impl GroupView {
 
 /// Every member of every broker group in `cluster` (or of `broker_name`
 /// only), asked directly for its ledger status.
-pub async fn collect(admin: &Admin, cluster: &str, broker_name: Option<&str>) -> Result<Vec<GroupView>, String> {
+pub async fn collect(
+    admin: &Admin,
+    cluster: &str,
+    broker_name: Option<&str>,
+) -> Result<Vec<GroupView>, String> {
     let info = admin.cluster_info().await.map_err(|e| e.to_string())?;
     let names = info
         .cluster_addr_table
@@ -51,7 +55,10 @@ pub async fn collect(admin: &Admin, cluster: &str, broker_name: Option<&str>) ->
         .collect();
     names.sort();
     if names.is_empty() {
-        return Err(format!("no broker group {} in cluster {cluster}", broker_name.unwrap_or("")));
+        return Err(format!(
+            "no broker group {} in cluster {cluster}",
+            broker_name.unwrap_or("")
+        ));
     }
     let mut groups = Vec::new();
     for name in names {
@@ -80,10 +87,16 @@ pub async fn collect(admin: &Admin, cluster: &str, broker_name: Option<&str>) ->
 }
 
 /// `basalt admin ledger status`.
-pub async fn status(admin: &Admin, cluster: &str, broker_name: Option<&str>, json: bool) -> Result<(), String> {
+pub async fn status(
+    admin: &Admin,
+    cluster: &str,
+    broker_name: Option<&str>,
+    json: bool,
+) -> Result<(), String> {
     let groups = collect(admin, cluster, broker_name).await?;
     if json {
-        let text = serde_json::to_string_pretty(&groups_json(&groups)).map_err(|e| e.to_string())?;
+        let text =
+            serde_json::to_string_pretty(&groups_json(&groups)).map_err(|e| e.to_string())?;
         println!("{text}");
         return Ok(());
     }
@@ -132,23 +145,51 @@ fn print_group(g: &GroupView) {
     }
     println!(
         "  {:<8} {:<12} {:>5} {:<8} {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
-        "member", "role", "term", "leader", "broker", "begin", "end", "committed", "dispatched", "match", "lag"
+        "member",
+        "role",
+        "term",
+        "leader",
+        "broker",
+        "begin",
+        "end",
+        "committed",
+        "dispatched",
+        "match",
+        "lag"
     );
     // Match index and lag as the leader sees them.
     let progress: BTreeMap<&str, (i64, i64)> = leader
-        .map(|(_, s)| s.peers.iter().map(|p| (p.id.as_str(), (p.match_index, p.lag))).collect())
+        .map(|(_, s)| {
+            s.peers
+                .iter()
+                .map(|p| (p.id.as_str(), (p.match_index, p.lag)))
+                .collect()
+        })
         .unwrap_or_default();
     for m in &g.members {
         match &m.status {
             Some(s) => {
-                let (mi, lag) = progress.get(s.self_id.as_str()).copied().unwrap_or((-1, -1));
-                let show = |v: i64| if v < 0 { "-".to_string() } else { v.to_string() };
+                let (mi, lag) = progress
+                    .get(s.self_id.as_str())
+                    .copied()
+                    .unwrap_or((-1, -1));
+                let show = |v: i64| {
+                    if v < 0 {
+                        "-".to_string()
+                    } else {
+                        v.to_string()
+                    }
+                };
                 println!(
                     "  {:<8} {:<12} {:>5} {:<8} {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
                     s.self_id,
                     s.role,
                     s.term,
-                    if s.leader_id.is_empty() { "-" } else { &s.leader_id },
+                    if s.leader_id.is_empty() {
+                        "-"
+                    } else {
+                        &s.leader_id
+                    },
                     m.broker_addr,
                     s.begin_index,
                     s.end_index,
@@ -173,7 +214,13 @@ fn print_group(g: &GroupView) {
 
 /// `basalt admin ledger transfer --to ID`: asks the group's leader to hand
 /// over to `to`, then waits until a member reports `to` as its leader.
-pub async fn transfer(admin: &Admin, cluster: &str, broker_name: Option<&str>, to: &str, json: bool) -> Result<(), String> {
+pub async fn transfer(
+    admin: &Admin,
+    cluster: &str,
+    broker_name: Option<&str>,
+    to: &str,
+    json: bool,
+) -> Result<(), String> {
     let groups = collect(admin, cluster, broker_name).await?;
     let [g] = groups.as_slice() else {
         return Err(format!(
@@ -189,7 +236,10 @@ pub async fn transfer(admin: &Admin, cluster: &str, broker_name: Option<&str>, t
         return Err(format!("{to} already leads broker group {}", g.broker_name));
     }
     let started = Instant::now();
-    admin.ledger_transfer(addr, to).await.map_err(|e| e.to_string())?;
+    admin
+        .ledger_transfer(addr, to)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut seen = None;
     while started.elapsed() < NEW_LEADER_WAIT {
         let now = collect(admin, cluster, Some(&g.broker_name)).await?;

@@ -94,7 +94,12 @@ async fn read_range(pc: &PullConsumer, q: &basalt_client::TopicQueue, from: i64,
             .pull(q, "*", offset, 32, Duration::from_secs(5))
             .await
             .expect("pull");
-        assert_eq!(r.status, PullStatus::Found, "queue {} at {offset}", q.queue_id);
+        assert_eq!(
+            r.status,
+            PullStatus::Found,
+            "queue {} at {offset}",
+            q.queue_id
+        );
         for m in &r.msgs {
             assert_eq!(m.queue_offset, offset);
             assert!(m.body.starts_with(b"m-"), "body of offset {offset}");
@@ -107,7 +112,10 @@ async fn read_range(pc: &PullConsumer, q: &basalt_client::TopicQueue, from: i64,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ledger_retention_status_transfer_and_delay_levels() {
     let work = tempfile::tempdir().unwrap();
-    let every_hour = (0..24).map(|h| format!("{h:02}")).collect::<Vec<_>>().join(";");
+    let every_hour = (0..24)
+        .map(|h| format!("{h:02}"))
+        .collect::<Vec<_>>()
+        .join(";");
     let group = LedgerGroup::start(
         work.path(),
         &[
@@ -149,17 +157,24 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
     // position shows how many the ledger went through.)
     for i in 0..3 {
         let newest = data_files(work.path(), i).last().copied().unwrap_or(0);
-        assert!(newest >= 5 * FILE, "member {i} rolled over several files (newest at {newest})");
+        assert!(
+            newest >= 5 * FILE,
+            "member {i} rolled over several files (newest at {newest})"
+        );
     }
 
     // Past the reserved time the old files go on every member; the newest
     // stays and nothing committed after them is lost.
-    eventually("old ledger files deleted on every member", Duration::from_secs(30), async || {
-        (0..3).all(|i| {
-            let f = data_files(work.path(), i);
-            f.first().is_some_and(|s| *s >= FILE) && f.len() <= 2
-        })
-    })
+    eventually(
+        "old ledger files deleted on every member",
+        Duration::from_secs(30),
+        async || {
+            (0..3).all(|i| {
+                let f = data_files(work.path(), i);
+                f.first().is_some_and(|s| *s >= FILE) && f.len() <= 2
+            })
+        },
+    )
     .await;
 
     // Every retained message is readable, from each queue's new min offset.
@@ -167,18 +182,32 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
     pc.start().await.unwrap();
     let mut retained = 0;
     for q in pc.fetch_queues(TOPIC).await.unwrap() {
-        let (min, max) = (pc.min_offset(&q).await.unwrap(), pc.max_offset(&q).await.unwrap());
-        assert!(min > 0, "queue {}: min offset moved past the deleted files", q.queue_id);
+        let (min, max) = (
+            pc.min_offset(&q).await.unwrap(),
+            pc.max_offset(&q).await.unwrap(),
+        );
+        assert!(
+            min > 0,
+            "queue {}: min offset moved past the deleted files",
+            q.queue_id
+        );
         retained += read_range(&pc, &q, min, max).await;
     }
-    assert!(retained > 0 && retained < 2000, "retained {retained} of 2000");
+    assert!(
+        retained > 0 && retained < 2000,
+        "retained {retained} of 2000"
+    );
 
     // `admin ledger status`: one leader, two followers, one term; the
     // leader reports each follower's match index and lag.
     let st = status_json(&ns);
     let m = members(&st);
     assert_eq!(m.len(), 3, "{st}");
-    assert_eq!(m.iter().filter(|(_, r, _)| r == "LEADER").count(), 1, "{st}");
+    assert_eq!(
+        m.iter().filter(|(_, r, _)| r == "LEADER").count(),
+        1,
+        "{st}"
+    );
     assert!(m.iter().all(|(_, _, t)| *t == m[0].2), "one term: {st}");
     let leader_id = m.iter().find(|(_, r, _)| r == "LEADER").unwrap().0.clone();
     let leader_status = st[0]["members"]
@@ -188,15 +217,29 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
         .find(|x| x["status"]["role"] == "LEADER")
         .unwrap()["status"]
         .clone();
-    assert!(leader_status["beginIndex"].as_i64().unwrap() > 0, "{leader_status}");
+    assert!(
+        leader_status["beginIndex"].as_i64().unwrap() > 0,
+        "{leader_status}"
+    );
     let peers = leader_status["peers"].as_array().unwrap();
     assert_eq!(peers.len(), 3);
-    assert!(peers.iter().all(|p| p["lag"].as_i64().is_some_and(|l| l >= 0)), "{leader_status}");
+    assert!(
+        peers
+            .iter()
+            .all(|p| p["lag"].as_i64().is_some_and(|l| l >= 0)),
+        "{leader_status}"
+    );
     let table = admin_cli(&ns, &["ledger", "status", "-c", "LC"]);
-    assert!(table.contains("LEADER") && table.contains("FOLLOWER"), "{table}");
+    assert!(
+        table.contains("LEADER") && table.contains("FOLLOWER"),
+        "{table}"
+    );
     assert!(table.contains(&format!("leader {leader_id}")), "{table}");
     let cluster = admin_cli(&ns, &["cluster"]);
-    assert!(cluster.contains(&format!("leader {leader_id}")), "{cluster}");
+    assert!(
+        cluster.contains(&format!("leader {leader_id}")),
+        "{cluster}"
+    );
 
     // `admin ledger transfer`: leadership moves to a follower, which then
     // takes sends as master.
@@ -205,14 +248,22 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
     assert!(out.contains(&format!("to {to}")), "{out}");
     let st = status_json(&ns);
     let now = members(&st);
-    assert!(now.iter().any(|(id, r, t)| *id == to && r == "LEADER" && *t > m[0].2), "{st}");
+    assert!(
+        now.iter()
+            .any(|(id, r, t)| *id == to && r == "LEADER" && *t > m[0].2),
+        "{st}"
+    );
     let new_master = group.master(&admin, Some(&master)).await;
-    eventually("sends to the new leader", Duration::from_secs(30), async || {
-        producer
-            .send(&Message::new(TOPIC, &b"m-after-transfer"[..]))
-            .await
-            .is_ok_and(|r| r.status == SendStatus::SendOk)
-    })
+    eventually(
+        "sends to the new leader",
+        Duration::from_secs(30),
+        async || {
+            producer
+                .send(&Message::new(TOPIC, &b"m-after-transfer"[..]))
+                .await
+                .is_ok_and(|r| r.status == SendStatus::SendOk)
+        },
+    )
     .await;
     assert_ne!(new_master, master);
 
@@ -233,7 +284,10 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
     let q = pc.fetch_queues(delayed_topic).await.unwrap()[0].clone();
     let mut arrived = None;
     while sent_at.elapsed() < Duration::from_secs(20) {
-        let r = pc.pull(&q, "*", 0, 1, Duration::from_secs(5)).await.unwrap();
+        let r = pc
+            .pull(&q, "*", 0, 1, Duration::from_secs(5))
+            .await
+            .unwrap();
         if r.status == PullStatus::Found {
             arrived = Some(sent_at.elapsed());
             break;

@@ -24,8 +24,7 @@ use std::time::Duration;
 use basalt_common::record::{self, RecordDraft};
 use basalt_common::sysflag;
 use basalt_ledger::{
-    AckMode, Ledger, LedgerConfig, LedgerError, LedgerHandle, LedgerStatus, NodeId,
-    Role, StampSlot,
+    AckMode, Ledger, LedgerConfig, LedgerError, LedgerHandle, LedgerStatus, NodeId, Role, StampSlot,
 };
 use basalt_store::commit_log::TopicQueueTable;
 use basalt_store::fs_util::LockFile;
@@ -511,4 +510,3 @@ fn put_result(appended: Result<Option<StampedSend>, LedgerError>) -> PutMessageR
         Err(e) => PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, e.to_string()),
     }
 }
-

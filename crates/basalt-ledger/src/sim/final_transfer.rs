@@ -76,7 +76,11 @@ impl Sim {
 
     /// A `TransferResult` from a core: kept when it answers the final
     /// transfer (the random ones of the fault phase may fail for any reason).
-    pub(super) fn on_transfer_result(&mut self, client: ClientId, result: Result<(), TransferError>) {
+    pub(super) fn on_transfer_result(
+        &mut self,
+        client: ClientId,
+        result: Result<(), TransferError>,
+    ) {
         if let Some(t) = &mut self.final_transfer
             && t.client == client
         {

@@ -309,8 +309,10 @@ impl Sim {
                     continue;
                 }
                 self.final_checks()?;
-                self.report.transferred_after_heal =
-                    self.final_transfer.as_ref().is_some_and(|t| t.result.is_some());
+                self.report.transferred_after_heal = self
+                    .final_transfer
+                    .as_ref()
+                    .is_some_and(|t| t.result.is_some());
                 self.report.led_by_preferred = self.opts.preferred_leader;
                 self.report.sim_ms = self.now_us / 1000;
                 return Ok(());

@@ -14,6 +14,7 @@ pub use client::{
     HeartbeatData, LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue,
     ProducerData, SubscriptionData, UnlockBatchRequestBody,
 };
+pub use ledger::{LedgerGroupStatus, LedgerPeerStatus};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData};
 pub use stats::{
     ConsumeStats, KvTable, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable,
@@ -21,7 +22,6 @@ pub use stats::{
 pub use topic::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
 };
-pub use ledger::{LedgerGroupStatus, LedgerPeerStatus};
 pub use transaction::{PendingTransaction, TransactionList};
 
 /// A body that could not be decoded or encoded.

@@ -118,7 +118,12 @@ impl LedgerMode {
 
     /// Every second: fsync the queues, then record how far they go, so a
     /// restart resumes dispatch there (re-dispatching more is harmless).
-    pub(super) fn maybe_persist(&self, store: &MessageStore, next: i64, last: &mut std::time::Instant) {
+    pub(super) fn maybe_persist(
+        &self,
+        store: &MessageStore,
+        next: i64,
+        last: &mut std::time::Instant,
+    ) {
         if last.elapsed() < Duration::from_secs(1) {
             return;
         }
@@ -135,7 +140,6 @@ impl LedgerMode {
             self.dispatched_durable.store(next, Ordering::Release);
         }
     }
-
 }
 
 /// Dispatches `entries` (consecutive, committed) in order. Returns the

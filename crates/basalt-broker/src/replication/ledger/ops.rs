@@ -25,7 +25,11 @@ pub(crate) fn role_name(role: Role) -> &'static str {
 
 /// Match index and lag of every member, by id; on a member that does not
 /// lead only its own entry is known (the others are -1).
-fn peer_progress(s: &LedgerStatus, self_id: &NodeId, peers: &BTreeMap<NodeId, String>) -> Vec<LedgerPeerStatus> {
+fn peer_progress(
+    s: &LedgerStatus,
+    self_id: &NodeId,
+    peers: &BTreeMap<NodeId, String>,
+) -> Vec<LedgerPeerStatus> {
     let leads = s.role == Role::Leader;
     peers
         .iter()
@@ -35,7 +39,11 @@ fn peer_progress(s: &LedgerStatus, self_id: &NodeId, peers: &BTreeMap<NodeId, St
             } else {
                 s.follower_match.get(id).copied().unwrap_or(-1)
             };
-            let lag = if leads { (s.ledger_end_index - m).max(0) } else { -1 };
+            let lag = if leads {
+                (s.ledger_end_index - m).max(0)
+            } else {
+                -1
+            };
             LedgerPeerStatus {
                 id: id.to_string(),
                 addr: addr.clone(),
@@ -56,8 +64,16 @@ impl LedgerMode {
             self_id: self.self_id.to_string(),
             role: role_name(s.role).to_string(),
             term: s.term,
-            leader_id: s.leader_id.as_ref().map(|l| l.to_string()).unwrap_or_default(),
-            transferee_id: s.transferee.as_ref().map(|t| t.to_string()).unwrap_or_default(),
+            leader_id: s
+                .leader_id
+                .as_ref()
+                .map(|l| l.to_string())
+                .unwrap_or_default(),
+            transferee_id: s
+                .transferee
+                .as_ref()
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
             preferred_leader_id: cfg
                 .preferred_leader
                 .as_ref()
@@ -79,7 +95,10 @@ impl LedgerMode {
         let cfg = self.handle.config();
         let to = NodeId::new(to);
         if !cfg.peers.contains_key(&to) {
-            return Err(format!("{to} is not a member of ledger group {}", cfg.group));
+            return Err(format!(
+                "{to} is not a member of ledger group {}",
+                cfg.group
+            ));
         }
         let s = self.status();
         if s.role != Role::Leader {
@@ -87,15 +106,20 @@ impl LedgerMode {
                 "{} does not lead ledger group {} (leader: {})",
                 self.self_id,
                 cfg.group,
-                s.leader_id.map(|l| l.to_string()).unwrap_or_else(|| "none".into())
+                s.leader_id
+                    .map(|l| l.to_string())
+                    .unwrap_or_else(|| "none".into())
             ));
         }
         tracing::info!(member = %self.self_id, term = s.term, to = %to, "leadership transfer requested by an operator");
-        match tokio::time::timeout(TRANSFER_WAIT, self.handle.transfer_leadership(to.clone())).await {
+        match tokio::time::timeout(TRANSFER_WAIT, self.handle.transfer_leadership(to.clone())).await
+        {
             Ok(Ok(())) => Ok(()),
             Ok(Err(LedgerError::Transfer(e))) => Err(format!("transfer to {to} failed: {e}")),
             Ok(Err(e)) => Err(format!("transfer to {to} failed: {e}")),
-            Err(_) => Err(format!("transfer to {to} did not finish within {TRANSFER_WAIT:?}")),
+            Err(_) => Err(format!(
+                "transfer to {to} did not finish within {TRANSFER_WAIT:?}"
+            )),
         }
     }
 
@@ -145,7 +169,10 @@ mod tests {
     fn a_leader_reports_every_members_match_and_lag() {
         let s = status(Role::Leader, 10, &[("n1", 10), ("n2", 4)]);
         let p = peer_progress(&s, &NodeId::new("n0"), &peers());
-        let got: Vec<_> = p.iter().map(|p| (p.id.as_str(), p.match_index, p.lag)).collect();
+        let got: Vec<_> = p
+            .iter()
+            .map(|p| (p.id.as_str(), p.match_index, p.lag))
+            .collect();
         assert_eq!(got, vec![("n0", 10, 0), ("n1", 10, 0), ("n2", 4, 6)]);
     }
 

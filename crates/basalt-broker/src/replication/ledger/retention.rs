@@ -45,7 +45,11 @@ pub(crate) struct RoundRules {
 /// how many files that deletes, or `None` when nothing may go. `files` are
 /// oldest first; `bound` is the first position that must stay (the entry
 /// next to dispatch, or the committed end).
-pub(crate) fn plan_purge(files: &[AgedFile], bound: i64, rules: RoundRules) -> Option<(i64, usize)> {
+pub(crate) fn plan_purge(
+    files: &[AgedFile],
+    bound: i64,
+    rules: RoundRules,
+) -> Option<(i64, usize)> {
     let mut before = None;
     let mut n = 0;
     // Never the newest file: the writer is in it (or next to it).
@@ -121,7 +125,11 @@ impl LedgerMode {
 
     /// One cleanup round: deletes what [`plan_purge`] allows, then the
     /// queue and index files that pointed into it.
-    async fn retention_round(&self, store: &Arc<MessageStore>, pressure: bool) -> Result<(), String> {
+    async fn retention_round(
+        &self,
+        store: &Arc<MessageStore>,
+        pressure: bool,
+    ) -> Result<(), String> {
         let Some(bound) = self.retention_bound() else {
             return Ok(());
         };
@@ -144,7 +152,8 @@ impl LedgerMode {
         .map_err(|e| e.to_string())?;
         let rules = RoundRules {
             reserved: cfg.file_reserved_time,
-            expired_may_go: is_delete_hour(&cfg.delete_when) || store.commit_log().disk().over_max_used(),
+            expired_may_go: is_delete_hour(&cfg.delete_when)
+                || store.commit_log().disk().over_max_used(),
             forced: pressure,
             max_files: cfg.delete_files_batch_max.max(1),
         };
@@ -230,7 +239,10 @@ mod tests {
         let mut r = rules(true, false);
         r.max_files = 1;
         assert_eq!(plan_purge(&f, i64::MAX, r), Some((100, 1)));
-        assert_eq!(plan_purge(&files(&[100]), i64::MAX, rules(true, true)), None);
+        assert_eq!(
+            plan_purge(&files(&[100]), i64::MAX, rules(true, true)),
+            None
+        );
     }
 
     #[test]
@@ -244,8 +256,14 @@ mod tests {
         assert_eq!(plan_purge(&f, 50, rules(true, true)), None);
         // An unknown age is never expired.
         let f = vec![
-            AgedFile { end: 100, age: None },
-            AgedFile { end: 200, age: None },
+            AgedFile {
+                end: 100,
+                age: None,
+            },
+            AgedFile {
+                end: 200,
+                age: None,
+            },
         ];
         assert_eq!(plan_purge(&f, i64::MAX, rules(true, false)), None);
     }

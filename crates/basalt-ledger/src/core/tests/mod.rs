@@ -287,11 +287,7 @@ fn leader(term: i64, log: &mut MemLog) -> (LedgerCore, Vec<LedgerCommand>) {
 }
 
 /// `leader` with a configuration of the test's own (member n0 of three).
-fn leader_with(
-    cfg: LedgerConfig,
-    term: i64,
-    log: &mut MemLog,
-) -> (LedgerCore, Vec<LedgerCommand>) {
+fn leader_with(cfg: LedgerConfig, term: i64, log: &mut MemLog) -> (LedgerCore, Vec<LedgerCommand>) {
     let init = CoreInit {
         hard_state: HardState {
             term: term - 1,
