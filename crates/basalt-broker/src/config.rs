@@ -735,13 +735,16 @@ mod tests {
         let s = c.store_config();
         assert_eq!(s.file_reserved_time, Duration::from_secs(72 * 3600));
         assert_eq!(s.clean_resource_interval, Duration::from_secs(10));
-        c.apply(&properties_pairs("fileReservedTime=2\ncleanResourceInterval=500\n"))
-            .unwrap();
+        c.apply(&properties_pairs(
+            "fileReservedTime=2\ncleanResourceInterval=500\n",
+        ))
+        .unwrap();
         let s = c.store_config();
         assert_eq!(s.file_reserved_time, Duration::from_secs(2 * 3600));
         assert_eq!(s.clean_resource_interval, Duration::from_millis(500));
         // The Basalt-only millisecond figure wins when set.
-        c.apply(&properties_pairs("fileReservedTimeMillis=4000")).unwrap();
+        c.apply(&properties_pairs("fileReservedTimeMillis=4000"))
+            .unwrap();
         assert_eq!(c.store_config().file_reserved_time, Duration::from_secs(4));
         let e = c
             .apply(&properties_pairs("cleanResourceInterval=0"))
