@@ -55,6 +55,12 @@ pub struct BrokerConfig {
     pub mapped_file_size_consume_queue: usize,
     /// Hours.
     pub file_reserved_time: u64,
+    /// Basalt-only `fileReservedTimeMillis`: when above 0, replaces
+    /// `fileReservedTime` with a figure in milliseconds (tests and small
+    /// disks; RocketMQ's setting is hour-granular).
+    pub file_reserved_time_millis: u64,
+    /// `cleanResourceInterval`: how often a cleanup round runs (10 s).
+    pub clean_resource_interval: Duration,
     pub delete_when: String,
     pub disk_max_used_space_ratio: u32,
     /// Above this disk usage (percent) the oldest CommitLog files are deleted
@@ -178,6 +184,8 @@ impl Default for BrokerConfig {
             mapped_file_size_commit_log: 1024 * 1024 * 1024,
             mapped_file_size_consume_queue: 300_000 * 20,
             file_reserved_time: 72,
+            file_reserved_time_millis: 0,
+            clean_resource_interval: Duration::from_secs(10),
             delete_when: "04".into(),
             disk_max_used_space_ratio: 75,
             disk_space_clean_forcibly_ratio: 85,
@@ -340,6 +348,13 @@ impl BrokerConfig {
                 self.mapped_file_size_consume_queue = parse_num(key, v)?
             }
             "fileReservedTime" => self.file_reserved_time = parse_num(key, v)?,
+            "fileReservedTimeMillis" => self.file_reserved_time_millis = parse_num(key, v)?,
+            "cleanResourceInterval" => {
+                self.clean_resource_interval = parse_millis(key, v)?;
+                if self.clean_resource_interval.is_zero() {
+                    return Err(invalid(key, v, "must be above 0"));
+                }
+            }
             "deleteWhen" => self.delete_when = v.to_string(),
             "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = parse_num(key, v)?,
             "diskSpaceCleanForciblyRatio" => {
@@ -564,7 +579,8 @@ impl BrokerConfig {
         s.max_message_size = self
             .max_message_size
             .min(self.mapped_file_size_commit_log.saturating_sub(64 * 1024));
-        s.file_reserved_time = Duration::from_secs(self.file_reserved_time * 3600);
+        s.file_reserved_time = self.file_reserved_time();
+        s.clean_resource_interval = self.clean_resource_interval;
         s.delete_when = self.delete_when.clone();
         s.disk_max_used_space_ratio = self.disk_max_used_space_ratio;
         s.disk_space_clean_forcibly_ratio = self.disk_space_clean_forcibly_ratio;
@@ -587,6 +603,16 @@ impl BrokerConfig {
             precision_ms: self.timer_precision_ms,
             max_delay_ms: self.timer_max_delay_sec.saturating_mul(1000),
             segment_size: self.mapped_file_size_timer_log / entry * entry,
+        }
+    }
+
+    /// How long CommitLog (and, in ledger mode, ledger) files are kept:
+    /// `fileReservedTimeMillis` when set, else `fileReservedTime` hours.
+    pub fn file_reserved_time(&self) -> Duration {
+        if self.file_reserved_time_millis > 0 {
+            Duration::from_millis(self.file_reserved_time_millis)
+        } else {
+            Duration::from_secs(self.file_reserved_time.saturating_mul(3600))
         }
     }
 
@@ -701,6 +727,29 @@ mod tests {
             .apply(&properties_pairs("brokerRole=SLAVE\nbrokerId=0"))
             .unwrap_err();
         assert!(e.to_string().contains("brokerId"), "{e}");
+    }
+
+    #[test]
+    fn retention_keys_reach_the_store() {
+        let mut c = BrokerConfig::default();
+        let s = c.store_config();
+        assert_eq!(s.file_reserved_time, Duration::from_secs(72 * 3600));
+        assert_eq!(s.clean_resource_interval, Duration::from_secs(10));
+        c.apply(&properties_pairs(
+            "fileReservedTime=2\ncleanResourceInterval=500\n",
+        ))
+        .unwrap();
+        let s = c.store_config();
+        assert_eq!(s.file_reserved_time, Duration::from_secs(2 * 3600));
+        assert_eq!(s.clean_resource_interval, Duration::from_millis(500));
+        // The Basalt-only millisecond figure wins when set.
+        c.apply(&properties_pairs("fileReservedTimeMillis=4000"))
+            .unwrap();
+        assert_eq!(c.store_config().file_reserved_time, Duration::from_secs(4));
+        let e = c
+            .apply(&properties_pairs("cleanResourceInterval=0"))
+            .unwrap_err();
+        assert!(e.to_string().contains("cleanResourceInterval"), "{e}");
     }
 
     #[test]

@@ -41,6 +41,7 @@
 //! compressed), reading from slaves beyond following `suggestWhichBrokerId`.
 
 pub mod admin;
+mod admin_ledger;
 mod admin_ops;
 pub use admin_ops::{ConsumerRunningInfo, ProcessQueueInfo, ProducerConnection};
 mod api;

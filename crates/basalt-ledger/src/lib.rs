@@ -31,5 +31,6 @@ pub use entry::EntryKind;
 pub use protocol::NodeId;
 pub use runtime::{Ledger, LedgerError, LedgerHandle, LedgerStatus, StampSlot};
 pub use store::{
-    LedgerCheckReport, LedgerEntry, LedgerFilesView, LedgerReader, ViewedEntry, check_ledger_dir,
+    LedgerCheckReport, LedgerDataFile, LedgerEntry, LedgerFilesView, LedgerReader, ViewedEntry,
+    check_ledger_dir,
 };

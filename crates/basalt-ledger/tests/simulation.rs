@@ -11,11 +11,14 @@ use basalt_ledger::sim::{SimOptions, run};
 fn run_seeds(seeds: std::ops::Range<u64>) {
     let mut acked = 0;
     let mut terms = 0;
+    let (mut transferred, mut preferred) = (0, 0);
     for seed in seeds.clone() {
         match run(SimOptions::for_seed(seed)) {
             Ok(r) => {
                 acked += r.acked_appends;
                 terms += r.terms;
+                transferred += r.transferred_after_heal as u32;
+                preferred += r.led_by_preferred as u32;
             }
             Err(e) => panic!(
                 "{e}\nreplay with: LEDGER_SIM_SEED={seed} cargo test -p basalt-ledger --test simulation replay -- --nocapture"
@@ -25,6 +28,17 @@ fn run_seeds(seeds: std::ops::Range<u64>) {
     // The runs must have done real work: appends acknowledged, elections held.
     assert!(acked > 0, "no append was acknowledged in seeds {seeds:?}");
     assert!(terms > 0, "no leader was elected in seeds {seeds:?}");
+    // Leadership moved where it was asked to: a transfer after the heal, or
+    // the preferred leader leading the settled cluster (about a quarter).
+    let n = (seeds.end - seeds.start) as u32;
+    assert!(
+        transferred + preferred == n,
+        "{transferred} transfers + {preferred} preferred of {n} runs"
+    );
+    assert!(
+        transferred > 0 && preferred > 0,
+        "{transferred} transfers, {preferred} preferred"
+    );
 }
 
 #[test]

@@ -336,6 +336,36 @@ fn purge_deletes_old_files_and_moves_the_begin() {
 }
 
 #[test]
+fn purge_never_crosses_the_committed_entry_nor_the_newest_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 60, 1);
+    // Only entries ..=20 are committed: the file holding entry 21 (and every
+    // later one) stays, whatever position the caller asks to purge before.
+    s.set_committed(20);
+    let reader = s.reader();
+    let first_uncommitted = s.entry(21).unwrap().expect("entry 21").pos();
+    let begin = s.purge_before(i64::MAX).unwrap();
+    assert!(begin > 0, "files wholly below the commit point go");
+    assert!(begin <= 21, "begin {begin} crossed the committed index 20");
+    let first_kept = reader.data_files()[0].clone();
+    assert!(first_kept.start <= first_uncommitted, "{first_kept:?}");
+    for i in begin..=20 {
+        reader
+            .entry(i)
+            .expect("committed entries past the begin stay readable");
+    }
+    // Once everything is committed, the newest file still stays.
+    s.set_committed(59);
+    s.purge_before(i64::MAX).unwrap();
+    let files = reader.data_files();
+    assert!(!files.is_empty());
+    assert!(files.last().unwrap().end > s.entry(59).unwrap().unwrap().pos());
+    reader.entry(59).expect("the last entry stays readable");
+    assert!(reader.begin_index() <= 59);
+}
+
+#[test]
 fn full_disk_refuses_an_append_before_writing_and_appends_resume() {
     use basalt_ledger::store::faults;
     let dir = tempfile::tempdir().unwrap();

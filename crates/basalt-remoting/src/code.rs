@@ -82,6 +82,13 @@ pub mod request {
     /// broker, for `basalt admin transactions`. RocketMQ has no such code;
     /// like every code it must fit the binary header's i16.
     pub const LIST_TRANSACTIONS: i32 = 30001;
+    /// Basalt's own: a ledger-mode broker's view of its DLedger group
+    /// (members, role, term, leader, commit index, followers' match index
+    /// and lag), for `basalt admin ledger status`.
+    pub const LEDGER_STATUS: i32 = 30002;
+    /// Basalt's own: asks a ledger leader to hand leadership to the member
+    /// named in the `transfereeId` ext field (`basalt admin ledger transfer`).
+    pub const LEDGER_TRANSFER: i32 = 30003;
 }
 
 /// Response codes. Values are those of RocketMQ's `ResponseCode` /

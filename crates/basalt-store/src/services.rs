@@ -557,7 +557,8 @@ fn delete_under_pressure(
 }
 
 /// Whether the local hour is one of `delete_when`'s (`"04"`, `"04;16"`).
-fn is_delete_hour(delete_when: &str) -> bool {
+/// Ledger mode's retention asks this too.
+pub fn is_delete_hour(delete_when: &str) -> bool {
     let now = basalt_common::time::now_millis();
     let secs = (now / 1000) as libc::time_t;
     // SAFETY: localtime_r writes into the zeroed tm we own.

@@ -217,6 +217,39 @@ pub enum AdminCommand {
         #[arg(long, default_value_t = 100)]
         max: i32,
     },
+    /// Ledger-mode (DLedger) groups: status, leadership transfer.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Each ledger-mode broker group of a cluster: every member's role,
+    /// term, leader, indexes, and (from the leader) its match index and lag.
+    Status {
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        /// This broker group only.
+        #[arg(short = 'b', long)]
+        broker_name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hand a group's leadership to another member (DLedger's leadership
+    /// transfer): the leader stops taking sends, brings the member up to
+    /// date and tells it to elect itself.
+    Transfer {
+        /// Member id (`dLegerSelfId`) that should lead, e.g. n1.
+        #[arg(long)]
+        to: String,
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        /// The broker group (needed when the cluster has several).
+        #[arg(short = 'b', long)]
+        broker_name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -14,7 +14,9 @@ use basalt_client::{
 };
 use bytes::Bytes;
 
-use crate::cli::{AdminCommand, ConsumeArgs, MessageCommand, ProduceArgs, TopicCommand};
+use crate::cli::{
+    AdminCommand, ConsumeArgs, LedgerCommand, MessageCommand, ProduceArgs, TopicCommand,
+};
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -443,6 +445,20 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<ExitCode, Strin
                 print_transactions(&addr, &list);
             }
         }
+        AdminCommand::Ledger(LedgerCommand::Status {
+            cluster,
+            broker_name,
+            json,
+        }) => crate::ledger_admin::status(admin, &cluster, broker_name.as_deref(), json).await?,
+        AdminCommand::Ledger(LedgerCommand::Transfer {
+            to,
+            cluster,
+            broker_name,
+            json,
+        }) => {
+            crate::ledger_admin::transfer(admin, &cluster, broker_name.as_deref(), &to, json)
+                .await?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -571,10 +587,18 @@ async fn timers_table(admin: &Admin) -> Result<(), basalt_client::ClientError> {
 fn replication_summary(rt: &BTreeMap<String, String>) -> String {
     let get = |k: &str| rt.get(k).map(String::as_str);
     if let Some(role) = get("ledgerRole") {
+        let followers = match get("ledgerFollowerLag") {
+            Some(f) if !f.is_empty() => format!(" follower lag {f}"),
+            _ => String::new(),
+        };
         return format!(
-            "ledger {} term {} end {} committed {} lag {}",
+            "ledger {} {} term {} leader {} end {} committed {} lag {}{followers}",
+            get("ledgerSelfId").unwrap_or("-"),
             role,
             get("ledgerTerm").unwrap_or("-"),
+            get("ledgerLeaderId")
+                .filter(|l| !l.is_empty())
+                .unwrap_or("-"),
             get("ledgerEndIndex").unwrap_or("-"),
             get("ledgerCommittedIndex").unwrap_or("-"),
             get("ledgerLag").unwrap_or("-")

@@ -12,6 +12,7 @@ mod cli;
 mod client_tools;
 mod fd_limit;
 mod histogram;
+mod ledger_admin;
 mod serve;
 mod store_tools;
 

@@ -10,6 +10,7 @@ mod admin;
 mod checks;
 mod client;
 mod connections_admin;
+mod ledger_admin;
 mod offsets_admin;
 pub mod paths;
 mod pull;
@@ -110,6 +111,8 @@ impl RequestProcessor for BrokerProcessor {
             request::LIST_TRANSACTIONS => {
                 transaction::list_transactions(&self.transactions, &req).await
             }
+            request::LEDGER_STATUS => ledger_admin::ledger_status(a),
+            request::LEDGER_TRANSFER => ledger_admin::ledger_transfer(a, &req).await,
             request::UPDATE_AND_CREATE_TOPIC => admin::create_topic(a, &req).await,
             request::DELETE_TOPIC_IN_BROKER => admin::delete_topic(a, &req),
             request::GET_ALL_TOPIC_CONFIG => admin::all_topic_config(a),

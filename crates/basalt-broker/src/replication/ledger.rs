@@ -11,17 +11,20 @@
 //! * The leader is the master (brokerId 0) once its term has committed its
 //!   first entry and its queues have caught up; the others are slaves.
 
+mod dispatch;
+mod ops;
+mod retention;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use basalt_common::record::{self, RecordDraft, RecordView};
+use basalt_common::record::{self, RecordDraft};
 use basalt_common::sysflag;
 use basalt_ledger::{
-    AckMode, EntryKind, Ledger, LedgerConfig, LedgerError, LedgerHandle, LedgerStatus, NodeId,
-    Role, StampSlot,
+    AckMode, Ledger, LedgerConfig, LedgerError, LedgerHandle, LedgerStatus, NodeId, Role, StampSlot,
 };
 use basalt_store::commit_log::TopicQueueTable;
 use basalt_store::fs_util::LockFile;
@@ -81,6 +84,9 @@ pub struct LedgerMode {
     writable: AtomicBool,
     /// Next ledger index to dispatch (everything below is in the ConsumeQueues).
     dispatched: watch::Sender<i64>,
+    /// Next ledger index to dispatch as last recorded in `ledgerDispatched`,
+    /// after the queues were fsynced: retention never purges past it.
+    dispatched_durable: AtomicI64,
     /// Broker id this member registers with while it is not the leader.
     pub follower_id: i64,
     self_id: NodeId,
@@ -219,15 +225,17 @@ impl LedgerMode {
             .store_path_root_dir
             .join("config")
             .join("ledgerDispatched");
-        let resume = read_progress(&progress_file)
-            .max(handle.reader().begin_index())
-            .max(0);
+        // A ledger that begins past this is one that started over at the
+        // leader's first kept entry: the dispatch loop rebuilds the queues.
+        // (Retention never purges past the recorded progress.)
+        let resume = dispatch::read_progress(&progress_file).max(0);
         let (dispatched, _) = watch::channel(resume);
         let lm = Arc::new(LedgerMode {
             handle,
             table: Arc::new(Mutex::new(TopicQueueTable::default())),
             writable: AtomicBool::new(false),
             dispatched,
+            dispatched_durable: AtomicI64::new(resume),
             follower_id,
             self_id,
             progress_file,
@@ -240,6 +248,9 @@ impl LedgerMode {
         let me = Arc::clone(&lm);
         let st = Arc::clone(store);
         tokio::spawn(async move { me.dispatch_loop(st).await });
+        let me = Arc::clone(&lm);
+        let st = Arc::clone(store);
+        tokio::spawn(async move { me.retention_loop(st).await });
         lm
     }
 
@@ -295,7 +306,7 @@ impl LedgerMode {
         let lag = (s.ledger_end_index - s.committed_index).max(0);
         vec![
             ("ledgerSelfId".into(), self.self_id.to_string()),
-            ("ledgerRole".into(), format!("{:?}", s.role).to_uppercase()),
+            ("ledgerRole".into(), ops::role_name(s.role).into()),
             ("ledgerTerm".into(), s.term.to_string()),
             (
                 "ledgerLeaderId".into(),
@@ -310,6 +321,7 @@ impl LedgerMode {
                 self.dispatched_index().to_string(),
             ),
             ("ledgerLag".into(), lag.to_string()),
+            ("ledgerFollowerLag".into(), self.follower_lags()),
             ("ledgerWritable".into(), self.is_writable().to_string()),
         ]
     }
@@ -424,76 +436,12 @@ impl LedgerMode {
         put_result(appended.map(|_| placed.lock().take()))
     }
 
-    /// Dispatches committed entries, in order, forever. An entry whose
-    /// record cannot be placed is reported and passed over (as classic
-    /// dispatch does); an I/O error stops the batch at that entry, which is
-    /// retried after a pause, so no committed message is ever skipped.
-    async fn dispatch_loop(self: Arc<Self>, store: Arc<MessageStore>) {
-        let reader = self.handle.reader().clone();
-        let mut next = *self.dispatched.borrow();
-        let mut last_persist = std::time::Instant::now();
-        loop {
-            if self.stopped.load(Ordering::Acquire) {
-                return;
-            }
-            let wait =
-                tokio::time::timeout(Duration::from_secs(1), self.handle.wait_committed(next))
-                    .await;
-            match wait {
-                Ok(Ok(_)) => {}
-                Ok(Err(_)) => return,
-                Err(_) => {
-                    self.maybe_persist(&store, next, &mut last_persist);
-                    continue;
-                }
-            }
-            let entries = match reader.entries(next, 512, 4 << 20) {
-                Ok(e) => e,
-                Err(e) => {
-                    tracing::error!(index = next, error = %e, "cannot read committed ledger entries; retrying in 1 s");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-            };
-            let (done, failed) = dispatch_entries(&store, &entries);
-            if done > next {
-                next = done;
-                self.dispatched.send_replace(next);
-            }
-            if let Some((index, err)) = failed {
-                tracing::error!(index, error = %err, "dispatch of a committed entry failed; retrying it in 1 s");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            self.maybe_persist(&store, next, &mut last_persist);
-        }
-    }
-
-    /// Every second: fsync the queues, then record how far they go, so a
-    /// restart resumes dispatch there (re-dispatching more is harmless).
-    fn maybe_persist(&self, store: &MessageStore, next: i64, last: &mut std::time::Instant) {
-        if last.elapsed() < Duration::from_secs(1) {
-            return;
-        }
-        *last = std::time::Instant::now();
-        if store.flush_consume_queues().is_ok() {
-            let _ = basalt_store::fs_util::atomic_write(
-                &self.progress_file,
-                next.to_string().as_bytes(),
-            );
-        }
-    }
-
     /// Stops dispatching and the ledger.
     pub async fn shutdown(&self, store: &MessageStore) {
         self.stopped.store(true, Ordering::Release);
         self.set_writable(false);
         let next = self.dispatched_index();
-        if store.flush_consume_queues().is_ok() {
-            let _ = basalt_store::fs_util::atomic_write(
-                &self.progress_file,
-                next.to_string().as_bytes(),
-            );
-        }
+        self.record_progress(store, next);
         self.handle.shutdown().await;
         // Another process may start this member now.
         self.lock.lock().take();
@@ -560,145 +508,5 @@ fn put_result(appended: Result<Option<StampedSend>, LedgerError>) -> PutMessageR
             format!("message of {body_len} bytes exceeds the ledger's {max}"),
         ),
         Err(e) => PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, e.to_string()),
-    }
-}
-
-/// Dispatches `entries` (consecutive, committed) in order. Returns the
-/// index after the last entry dispatched or passed over, and the entry and
-/// error that stopped the run, if one did. Entries after a failed one are not
-/// touched: the caller retries from the failed one.
-fn dispatch_entries(
-    store: &MessageStore,
-    entries: &[basalt_ledger::LedgerEntry],
-) -> (i64, Option<(i64, basalt_store::StoreError)>) {
-    let mut next = entries.first().map(|e| e.index).unwrap_or(-1);
-    for e in entries {
-        debug_assert_eq!(e.index, next, "ledger entries are consecutive");
-        if e.kind != EntryKind::Noop {
-            match RecordView::parse(&e.body, false) {
-                Ok(v) if v.physical_offset != e.body_pos() => {
-                    tracing::error!(
-                        index = e.index,
-                        pos = e.body_pos(),
-                        record = v.physical_offset,
-                        "ledger entry holds a record stamped for another position; passing over it"
-                    );
-                }
-                Ok(v) => {
-                    if let Err(err) = store.dispatcher().dispatch_record(&v, true) {
-                        return (e.index, Some((e.index, err)));
-                    }
-                }
-                Err(err) => {
-                    tracing::error!(index = e.index, error = %err, "ledger entry is not a record; passing over it")
-                }
-            }
-        }
-        next = e.index + 1;
-    }
-    (next, None)
-}
-
-fn read_progress(p: &Path) -> i64 {
-    std::fs::read_to_string(p)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use basalt_ledger::LedgerEntry;
-
-    /// A committed entry holding a record of `topic`, placed at `pos`.
-    fn entry(index: i64, pos: i64, topic: &str, queue_offset: i64) -> LedgerEntry {
-        let host = "127.0.0.1:10911".parse().unwrap();
-        let draft = RecordDraft {
-            topic,
-            queue_id: 0,
-            flag: 0,
-            sys_flag: 0,
-            born_timestamp: 1_700_000_000_000,
-            born_host: host,
-            store_host: host,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-            body: b"body",
-            properties: b"",
-        };
-        let mut body = Vec::new();
-        draft.encode_into(&mut body).unwrap();
-        let phys = pos + basalt_ledger::entry::HEADER_SIZE as i64;
-        record::stamp(&mut body, queue_offset, phys, 1_700_000_000_000);
-        LedgerEntry {
-            index,
-            term: 1,
-            pos,
-            kind: EntryKind::Normal,
-            body: Bytes::from(body),
-        }
-    }
-
-    /// The reported bug: an I/O error on one entry broke out of the batch
-    /// and the whole batch was then counted as dispatched. Now the run stops
-    /// at the failed entry, nothing after it is touched, and a retry from
-    /// there dispatches everything; an unplaceable record is passed over.
-    /// The test reads nothing back through the store's log.
-    struct NoRecords;
-
-    impl MessageLog for NoRecords {
-        fn min_offset(&self) -> i64 {
-            0
-        }
-        fn max_offset(&self) -> i64 {
-            0
-        }
-        fn read_bytes(&self, _offset: i64, _size: usize) -> Option<Bytes> {
-            None
-        }
-        fn roll_next_file(&self, offset: i64) -> i64 {
-            offset + 1
-        }
-    }
-
-    #[test]
-    fn a_failed_entry_stops_the_run_and_is_retried() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = basalt_store::StoreConfig::for_tests(dir.path());
-        let log = MessageSource::External(Arc::new(NoRecords));
-        let store = MessageStore::open_with_source(cfg, Default::default(), log).unwrap();
-        std::fs::create_dir_all(dir.path().join("consumequeue")).unwrap();
-        let blocker = dir.path().join("consumequeue").join("Blocked");
-        std::fs::write(&blocker, b"in the way").unwrap();
-        let entries = vec![
-            entry(10, 0, "A", 0),
-            entry(11, 1000, "a/../b", 0),
-            entry(12, 2000, "A", 1),
-            entry(13, 3000, "Blocked", 0),
-            entry(14, 4000, "A", 2),
-        ];
-        let (next, failed) = dispatch_entries(&store, &entries);
-        assert_eq!(next, 13);
-        assert_eq!(failed.map(|(i, _)| i), Some(13));
-        let a = store.consume_queues().get("A", 0).unwrap();
-        assert_eq!(a.max_offset(), 2, "entries after the failed one wait");
-        assert_eq!(store.dispatcher().unplaceable_records(), 1);
-
-        std::fs::remove_file(&blocker).unwrap();
-        let (next, failed) = dispatch_entries(&store, &entries[3..]);
-        assert!(failed.is_none());
-        assert_eq!(next, 15);
-        assert_eq!(a.max_offset(), 3);
-        assert_eq!(
-            store
-                .consume_queues()
-                .get("Blocked", 0)
-                .unwrap()
-                .max_offset(),
-            1
-        );
-        assert!(!dir.path().join("b").exists());
-        store.shutdown();
     }
 }

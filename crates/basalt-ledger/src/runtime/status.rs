@@ -1,6 +1,8 @@
 //! [`LedgerStatus`]: what a member is and has, computed from the core and the
 //! store and published on a watch channel after every step that changes it.
 
+use std::collections::BTreeMap;
+
 use super::Runtime;
 use crate::config::LedgerConfig;
 use crate::core::{LedgerCore, LogRead, Role};
@@ -24,6 +26,12 @@ pub struct LedgerStatus {
     /// switching a DLedger broker to master).
     pub leader_ready: bool,
     pub poisoned: bool,
+    /// On a leader: the highest index each follower holds durably and
+    /// identically in this term (its match index; -1 until known). Empty on
+    /// every other member.
+    pub follower_match: BTreeMap<NodeId, i64>,
+    /// On a leader handing over: the member it transfers leadership to.
+    pub transferee: Option<NodeId>,
 }
 
 pub(super) fn status_of(
@@ -46,13 +54,22 @@ pub(super) fn status_of(
         committed_pos: reader.committed_pos(),
         leader_ready: core.leader_ready(),
         poisoned: core.is_poisoned() || store.is_poisoned(),
+        follower_match: core.peer_watermarks().unwrap_or_default(),
+        transferee: core.transferee().cloned(),
     }
 }
 
 impl Runtime {
     pub(super) fn publish(&mut self) {
         let s = status_of(&self.config, &self.core, &self.store, &self.reader);
+        let member = &self.config.self_id;
         self.status_tx.send_if_modified(|old| {
+            if old.role != s.role || old.leader_id != s.leader_id || old.term != s.term {
+                // Leadership changes are what operators look for first.
+                tracing::info!(%member, role = ?s.role, term = s.term,
+                    leader = ?s.leader_id, committed = s.committed_index,
+                    "ledger role or leader changed");
+            }
             if *old != s {
                 *old = s;
                 true

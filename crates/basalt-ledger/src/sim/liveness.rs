@@ -45,6 +45,9 @@ impl Sim {
         if !all_follow || committed != end || outstanding_other {
             return Ok(false);
         }
+        if !self.leader_is_expected(l, term)? {
+            return Ok(false);
+        }
         match self.probe {
             None => {
                 let client = self.next_client;

@@ -19,7 +19,9 @@
 //! mode); a member's committed index never passes its durable end. After the fault
 //! phase it heals everything and checks liveness: a leader is elected, every
 //! pending append is answered, a fresh append commits, all logs agree up to the
-//! committed index.
+//! committed index. Then leadership must move as asked: a preferred leader
+//! leads the settled cluster; without one, a transfer to a random member must
+//! succeed and the cluster settle again under it.
 
 //!
 //! Layout: this file holds the run's state and its main loop; `event_queue`
@@ -31,6 +33,7 @@
 mod clients;
 mod event_queue;
 mod fault_injection;
+mod final_transfer;
 mod invariants;
 mod liveness;
 mod memlog;
@@ -142,6 +145,10 @@ pub struct SimReport {
     pub crashes: u64,
     pub terms: i64,
     pub sim_ms: u64,
+    /// The run ended after a leadership transfer it asked for once settled.
+    pub transferred_after_heal: bool,
+    /// The run ended led by its preferred leader.
+    pub led_by_preferred: bool,
 }
 
 /// One simulated member: its core (`None` while crashed), its simulated disk and
@@ -189,6 +196,8 @@ pub struct Sim {
     committed: Vec<Entry>,
     acked: BTreeMap<i64, Entry>,
     probe: Option<(ClientId, bool)>,
+    /// The leadership transfer asked for after the heal (`final_transfer`).
+    final_transfer: Option<final_transfer::FinalTransfer>,
     pending_error: Option<String>,
     report: SimReport,
 }
@@ -265,6 +274,7 @@ impl Sim {
             committed: Vec::new(),
             acked: BTreeMap::new(),
             probe: None,
+            final_transfer: None,
             pending_error: None,
             report: SimReport::default(),
         }
@@ -295,7 +305,15 @@ impl Sim {
             self.now_us = self.now_us.max(s.at);
             self.handle(s.ev)?;
             if !self.faults_on && self.settled()? {
+                if self.start_final_transfer()? {
+                    continue;
+                }
                 self.final_checks()?;
+                self.report.transferred_after_heal = self
+                    .final_transfer
+                    .as_ref()
+                    .is_some_and(|t| t.result.is_some());
+                self.report.led_by_preferred = self.opts.preferred_leader;
                 self.report.sim_ms = self.now_us / 1000;
                 return Ok(());
             }

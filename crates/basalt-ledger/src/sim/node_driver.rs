@@ -114,7 +114,10 @@ impl Sim {
                 self.on_append_result(i, client, result)?;
                 Ok(false)
             }
-            LedgerCommand::TransferResult { .. } => Ok(false),
+            LedgerCommand::TransferResult { client, result } => {
+                self.on_transfer_result(client, result);
+                Ok(false)
+            }
         }
     }
 

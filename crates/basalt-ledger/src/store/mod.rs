@@ -57,7 +57,7 @@ pub use error::LedgerStoreError;
 pub use jobs::{CheckpointJob, PrefaultJob, SyncJob};
 pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice, sync_dir};
 pub use meta::LedgerCheckpoint;
-pub use reader::{LedgerEntry, LedgerReader, ReadError};
+pub use reader::{LedgerDataFile, LedgerEntry, LedgerReader, ReadError};
 pub use recovery::Recovered;
 pub use view::{LedgerFilesView, ViewedEntry};
 

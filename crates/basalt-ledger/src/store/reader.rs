@@ -62,6 +62,16 @@ pub enum ReadError {
     },
 }
 
+/// One data file of the ledger as [`LedgerReader::data_files`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerDataFile {
+    /// Global byte position of the file's first byte.
+    pub start: i64,
+    /// Global byte position just past the file.
+    pub end: i64,
+    pub path: std::path::PathBuf,
+}
+
 /// Reads committed entries and bytes, from any thread, zero-copy. Cheap to clone.
 /// Shares the writer's state; never sees past the committed position.
 #[derive(Clone)]
@@ -89,6 +99,27 @@ impl LedgerReader {
 
     pub fn begin_index(&self) -> i64 {
         self.shared.begin_index.load(Ordering::Acquire)
+    }
+
+    /// The data files, oldest first: where each starts and ends (global byte
+    /// positions) and its path. Retention reads their ages from the paths and
+    /// purges with [`crate::LedgerHandle::purge_before`].
+    pub fn data_files(&self) -> Vec<LedgerDataFile> {
+        self.shared
+            .data
+            .read()
+            .iter()
+            .map(|f| LedgerDataFile {
+                start: f.start(),
+                end: f.end(),
+                path: f.path().to_path_buf(),
+            })
+            .collect()
+    }
+
+    /// Position of the entry at `index`, if it is committed and still kept.
+    pub fn pos_of(&self, index: i64) -> Option<i64> {
+        self.entry(index).ok().map(|e| e.pos)
     }
 
     /// `len` committed bytes at `pos` (within one data file), sharing the mapping.

@@ -470,6 +470,13 @@ header! {
 }
 
 header! {
+    /// LEDGER_TRANSFER (Basalt): the member that should lead next.
+    pub struct LedgerTransferRequestHeader {
+        transferee_id: String = "transfereeId",
+    }
+}
+
+header! {
     /// GET_CONSUMER_RUNNING_INFO (307), broker → consumer.
     pub struct GetConsumerRunningInfoRequestHeader {
         consumer_group: String = "consumerGroup",

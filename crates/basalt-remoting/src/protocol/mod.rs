@@ -3,6 +3,7 @@
 //! Bodies where Java emits bare numeric keys have dedicated writers.
 
 pub mod client;
+pub mod ledger;
 pub mod route;
 pub mod stats;
 pub mod topic;
@@ -13,6 +14,7 @@ pub use client::{
     HeartbeatData, LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue,
     ProducerData, SubscriptionData, UnlockBatchRequestBody,
 };
+pub use ledger::{LedgerGroupStatus, LedgerPeerStatus};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData};
 pub use stats::{
     ConsumeStats, KvTable, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable,

@@ -278,6 +278,22 @@ impl MessageStore {
         &self.dispatcher
     }
 
+    /// Deletes the ConsumeQueue and index files whose every unit points
+    /// below `min_offset`, the first offset the log still holds, and moves
+    /// each queue's min offset to its first unit at or above it (ledger mode
+    /// calls this after its retention purged ledger files; classic mode's
+    /// cleanup does the same for the CommitLog). Returns the files deleted.
+    pub fn delete_queue_files_below(&self, min_offset: i64) -> Result<usize> {
+        let mut n = 0;
+        for q in self.consume_queues.all() {
+            n += q.delete_expired(min_offset)?;
+        }
+        if let Some(index) = &self.index {
+            n += index.delete_expired(min_offset)?;
+        }
+        Ok(n)
+    }
+
     /// fsyncs every ConsumeQueue and the index now (ledger mode records its
     /// dispatch progress only after this).
     pub fn flush_consume_queues(&self) -> Result<()> {

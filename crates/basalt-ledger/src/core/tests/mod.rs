@@ -283,7 +283,21 @@ fn follower(me: usize, term: i64, log: &mut MemLog) -> LedgerCore {
 /// Makes n0 (of 3) leader of term `term` over `log`; returns it with the commands
 /// of its first leader step.
 fn leader(term: i64, log: &mut MemLog) -> (LedgerCore, Vec<LedgerCommand>) {
-    let mut c = core(3, 0, term - 1, log);
+    leader_with(config(3, 0), term, log)
+}
+
+/// `leader` with a configuration of the test's own (member n0 of three).
+fn leader_with(cfg: LedgerConfig, term: i64, log: &mut MemLog) -> (LedgerCore, Vec<LedgerCommand>) {
+    let init = CoreInit {
+        hard_state: HardState {
+            term: term - 1,
+            voted_for: None,
+            leader: None,
+        },
+        committed_index: -1,
+        seed: 7,
+    };
+    let mut c = LedgerCore::new(&cfg, init, log, 0);
     let mut now = 0;
     // Election timeout → pre-vote.
     now += 400;

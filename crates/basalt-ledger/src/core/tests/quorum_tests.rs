@@ -259,6 +259,82 @@ fn transfer_tells_an_up_to_date_transferee_to_elect_itself() {
     assert_eq!(c.role(), Role::Follower);
 }
 
+/// The take-leadership requests among `cmds`, with their receivers.
+fn take_requests(cmds: &[LedgerCommand]) -> Vec<(NodeId, crate::protocol::TransferRequest)> {
+    sends(cmds)
+        .into_iter()
+        .filter_map(|e| match &e.rpc {
+            Rpc::Request {
+                body: Request::Transfer(t),
+                ..
+            } => Some((e.to.clone(), t.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_leader_hands_over_to_its_preferred_leader_once_it_is_caught_up() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1]);
+    let mut cfg = config(3, 0);
+    cfg.preferred_leader = Some(id(1));
+    let (mut c, cmds) = leader_with(cfg, 2, &mut log);
+    let (_, rid, _) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .expect("a COMPARE to n1");
+    // n1 has not confirmed anything: no transfer.
+    let cmds = step(&mut c, &mut log, 650, Event::Tick);
+    assert!(take_requests(&cmds).is_empty());
+    assert_eq!(c.transferee(), None);
+    // n1 confirms the whole log (the no-op at 1) durably and answered within
+    // two heartbeats: once the first lease of the term is over, the leader
+    // hands over by itself.
+    let mut cmds = step(&mut c, &mut log, 660, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    cmds.extend(step(&mut c, &mut log, 710, Event::Tick));
+    let take = take_requests(&cmds);
+    assert_eq!(take.len(), 1, "one take-leadership request: {cmds:?}");
+    assert_eq!(take[0].0, id(1));
+    assert_eq!(take[0].1.transferee_id, id(1));
+    assert_eq!(take[0].1.term, 2);
+    assert_eq!(c.transferee(), Some(&id(1)));
+    // While it hands over, the leader refuses appends.
+    let cmds = step(
+        &mut c,
+        &mut log,
+        711,
+        Event::ClientAppend {
+            client: 3,
+            body_lens: vec![4],
+        },
+    );
+    assert!(cmds.iter().any(|c| matches!(
+        c,
+        LedgerCommand::AppendResult {
+            client: 3,
+            result: Err(LedgerAppendError::Transferring)
+        }
+    )));
+}
+
+#[test]
+fn a_preferred_leader_keeps_leading() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1]);
+    let mut cfg = config(3, 0);
+    cfg.preferred_leader = Some(id(0));
+    let (mut c, cmds) = leader_with(cfg, 2, &mut log);
+    let (_, rid, _) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .expect("a COMPARE to n1");
+    let mut cmds = step(&mut c, &mut log, 660, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    cmds.extend(step(&mut c, &mut log, 710, Event::Tick));
+    assert!(take_requests(&cmds).is_empty());
+    assert_eq!(c.role(), Role::Leader);
+}
+
 #[test]
 fn transferee_elects_itself_without_pre_vote() {
     let mut log = MemLog::new(FILE);
