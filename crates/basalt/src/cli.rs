@@ -384,6 +384,10 @@ pub struct StandaloneArgs {
     /// A broker.conf file applied before --set.
     #[arg(short = 'c', long)]
     pub config: Option<PathBuf>,
+    /// Routes carry each topic's ORDER_TOPIC_CONFIG value as
+    /// orderTopicConf (the NameServer's orderMessageEnable).
+    #[arg(long)]
+    pub order_message_enable: bool,
     #[command(flatten)]
     pub overrides: Overrides,
 }
@@ -399,6 +403,12 @@ pub struct NamesrvArgs {
     /// Connections open at once; more are closed as soon as they are accepted.
     #[arg(long, default_value_t = basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// The KV config file (default ~/namesrv/kvConfig.json).
+    #[arg(long)]
+    pub kv_config: Option<PathBuf>,
+    /// Routes carry each topic's ORDER_TOPIC_CONFIG value as orderTopicConf.
+    #[arg(long)]
+    pub order_message_enable: bool,
 }
 
 #[derive(Debug, Args)]
