@@ -161,7 +161,10 @@ impl BrokerConfig {
                 "transactionCheckInterval",
                 ms(self.transaction_check_interval),
             ),
-            ("transactionCheckMax", self.transaction_check_max.to_string()),
+            (
+                "transactionCheckMax",
+                self.transaction_check_max.to_string(),
+            ),
             (
                 "rejectTransactionMessage",
                 self.reject_transaction_message.to_string(),
@@ -178,9 +181,15 @@ impl BrokerConfig {
             ("haListenPort", self.ha_listen_port.to_string()),
             ("haEnable", self.ha_enable.to_string()),
             ("haMasterAddress", opt(&self.ha_master_address)),
-            ("haSendHeartbeatInterval", ms(self.ha_send_heartbeat_interval)),
+            (
+                "haSendHeartbeatInterval",
+                ms(self.ha_send_heartbeat_interval),
+            ),
             ("haHousekeepingInterval", ms(self.ha_housekeeping_interval)),
-            ("haTransferBatchSize", self.ha_transfer_batch_size.to_string()),
+            (
+                "haTransferBatchSize",
+                self.ha_transfer_batch_size.to_string(),
+            ),
             ("haMaxGapNotInSync", self.ha_max_gap_not_in_sync.to_string()),
             ("slaveReadEnable", self.slave_read_enable.to_string()),
             ("offsetCheckInSlave", self.offset_check_in_slave.to_string()),
@@ -192,7 +201,10 @@ impl BrokerConfig {
             ("dLegerGroup", self.dleger_group.clone()),
             ("dLegerPeers", self.dleger_peers.clone()),
             ("dLegerSelfId", self.dleger_self_id.clone()),
-            ("dLegerHeartbeatInterval", ms(self.dleger_heartbeat_interval)),
+            (
+                "dLegerHeartbeatInterval",
+                ms(self.dleger_heartbeat_interval),
+            ),
             ("dLegerAckInMemory", self.dleger_ack_in_memory.to_string()),
             ("preferredLeaderId", self.dleger_preferred_leader.clone()),
         ]

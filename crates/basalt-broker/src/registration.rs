@@ -106,7 +106,9 @@ impl Registrar {
         // A broker that is not both readable and writable registers every
         // topic with its own permission masked (Java `registerBrokerAll`).
         let broker_perm = self.live.broker_permission();
-        if broker_perm != basalt_common::constants::perm::READ | basalt_common::constants::perm::WRITE {
+        if broker_perm
+            != basalt_common::constants::perm::READ | basalt_common::constants::perm::WRITE
+        {
             for t in topics.topic_config_table.values_mut() {
                 t.perm &= broker_perm;
             }

@@ -41,7 +41,9 @@
 //! compressed), reading from slaves beyond following `suggestWhichBrokerId`.
 
 pub mod admin;
+mod admin_config;
 mod admin_ops;
+pub use admin_config::{ConsumeQueueUnit, ConsumeQueueView};
 pub use admin_ops::{ConsumerRunningInfo, ProcessQueueInfo, ProducerConnection};
 mod api;
 pub mod config;

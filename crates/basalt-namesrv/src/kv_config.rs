@@ -106,7 +106,10 @@ impl KvConfigManager {
         Ok(Self::with_table(Some(path.to_path_buf()), table))
     }
 
-    fn with_table(path: Option<PathBuf>, table: BTreeMap<String, BTreeMap<String, String>>) -> Self {
+    fn with_table(
+        path: Option<PathBuf>,
+        table: BTreeMap<String, BTreeMap<String, String>>,
+    ) -> Self {
         KvConfigManager {
             path,
             table: RwLock::new(table),

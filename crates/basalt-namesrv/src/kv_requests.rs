@@ -26,11 +26,7 @@ fn bad_header(req: &RemotingCommand, e: HeaderError) -> RemotingCommand {
 
 /// A namespace or key named in a lookup: bounded like stored ones, so a
 /// lookup cannot be used to make the NameServer log or copy huge strings.
-fn check_name(
-    req: &RemotingCommand,
-    what: &str,
-    name: &str,
-) -> Result<(), Box<RemotingCommand>> {
+fn check_name(req: &RemotingCommand, what: &str, name: &str) -> Result<(), Box<RemotingCommand>> {
     if name.is_empty() || name.len() > MAX_NAME_LEN {
         return Err(Box::new(answer(
             req,
@@ -60,8 +56,8 @@ pub async fn change(kv: &Arc<KvConfigManager>, req: &RemotingCommand) -> Remotin
             Ok(h) => h,
             Err(e) => return bad_header(req, e),
         };
-        if let Err(resp) = check_name(req, "namespace", &h.namespace)
-            .and_then(|()| check_name(req, "key", &h.key))
+        if let Err(resp) =
+            check_name(req, "namespace", &h.namespace).and_then(|()| check_name(req, "key", &h.key))
         {
             return *resp;
         }
@@ -99,9 +95,8 @@ pub fn get(kv: &KvConfigManager, req: &RemotingCommand) -> RemotingCommand {
         return *resp;
     }
     match kv.get(&h.namespace, &h.key) {
-        Some(value) => answer(req, response::SUCCESS, None).with_ext(
-            GetKvConfigResponseHeader { value: Some(value) }.to_ext(),
-        ),
+        Some(value) => answer(req, response::SUCCESS, None)
+            .with_ext(GetKvConfigResponseHeader { value: Some(value) }.to_ext()),
         None => answer(
             req,
             response::QUERY_NOT_FOUND,
