@@ -103,6 +103,11 @@ impl Registrar {
             return;
         }
         let mut topics = self.topics.snapshot().to_wire();
+        // The NameServer takes queue data only from a table whose version
+        // changed: a run-time settings update counts as a change (Java
+        // bumps the topic table's version when brokerPermission changes).
+        // Both counters only grow, so their sum does too.
+        topics.data_version.counter += self.live.version() as i64;
         // A broker that is not both readable and writable registers every
         // topic with its own permission masked (Java `registerBrokerAll`).
         let broker_perm = self.live.broker_permission();

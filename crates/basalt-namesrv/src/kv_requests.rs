@@ -65,13 +65,13 @@ pub async fn change(kv: &Arc<KvConfigManager>, req: &RemotingCommand) -> Remotin
         kv.delete(&h.namespace, &h.key)
     };
     if let Some(g) = generation {
-        let kv = Arc::clone(kv);
-        let written = tokio::task::spawn_blocking(move || kv.persist(g)).await;
+        let writer = Arc::clone(kv);
+        let written = tokio::task::spawn_blocking(move || writer.persist(g)).await;
         let failed = match written {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e),
             Err(e) => Some(KvConfigError::Persist {
-                path: Default::default(),
+                path: kv.path().map(|p| p.to_path_buf()).unwrap_or_default(),
                 detail: e.to_string(),
             }),
         };
