@@ -178,7 +178,9 @@ async fn broker_config_lists_every_key_and_changes_only_live_ones() {
     assert_eq!(c.send("Live", 0, b"small").await.code, response::SUCCESS);
 
     // Keys fixed at start are refused by name, and nothing of the update applies.
-    let r = c.update_config(b"maxMessageSize=2048\nlistenPort=1\n").await;
+    let r = c
+        .update_config(b"maxMessageSize=2048\nlistenPort=1\n")
+        .await;
     assert_eq!(r.code, response::NO_PERMISSION);
     let remark = r.remark.unwrap_or_default();
     assert!(
@@ -278,7 +280,9 @@ async fn clone_group_offset_copies_committed_offsets() {
         };
         RemotingCommand::request(request::CLONE_GROUP_OFFSET).with_ext(h.to_ext())
     };
-    let r = c.call(clone("src-group", "dest-group", Some("Clone"))).await;
+    let r = c
+        .call(clone("src-group", "dest-group", Some("Clone")))
+        .await;
     assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
     for q in 0..2 {
         let r = c.committed("dest-group", "Clone", q).await;
@@ -320,7 +324,10 @@ async fn clone_group_offset_copies_committed_offsets() {
 async fn query_consume_queue_returns_units_from_an_index() {
     let c = cluster().await;
     for i in 0..3 {
-        assert_eq!(c.send("Cq", 0, format!("body-{i}").as_bytes()).await.code, 0);
+        assert_eq!(
+            c.send("Cq", 0, format!("body-{i}").as_bytes()).await.code,
+            0
+        );
     }
     c.settle().await;
     let query = |queue_id: i32, index: i64, count: i32| {
@@ -348,7 +355,10 @@ async fn query_consume_queue_returns_units_from_an_index() {
     let r = c.call(query(0, 3, 10)).await;
     assert_eq!(r.code, response::SUCCESS);
     assert!(r.remark.unwrap_or_default().contains("not exist"));
-    assert_eq!(c.call(query(0, 0, 0)).await.code, response::INVALID_PARAMETER);
+    assert_eq!(
+        c.call(query(0, 0, 0)).await.code,
+        response::INVALID_PARAMETER
+    );
     assert_eq!(
         c.call(query(0, 0, 100_000)).await.code,
         response::INVALID_PARAMETER

@@ -80,7 +80,10 @@ async fn kv_config_is_kept_across_a_restart() {
     );
 
     for (k, v) in [("k1", "v1"), ("k2", "v2"), ("k1", "v1b")] {
-        assert_eq!(call(&c, &addr, put("app", k, v)).await.code, response::SUCCESS);
+        assert_eq!(
+            call(&c, &addr, put("app", k, v)).await.code,
+            response::SUCCESS
+        );
     }
     let r = call(&c, &addr, by_key(request::DELETE_KV_CONFIG, "app", "k2")).await;
     assert_eq!(r.code, response::SUCCESS);
@@ -126,7 +129,10 @@ async fn hostile_names_and_sizes_are_refused() {
         assert_eq!(r.code, response::SYSTEM_ERROR, "{:?}", r.remark);
     }
     // Still serving.
-    assert_eq!(call(&c, &addr, put("ns", "k", "v")).await.code, response::SUCCESS);
+    assert_eq!(
+        call(&c, &addr, put("ns", "k", "v")).await.code,
+        response::SUCCESS
+    );
 }
 
 fn register(broker: &str, addr: &str, topic: &str) -> RemotingCommand {
@@ -177,10 +183,20 @@ async fn routes_carry_the_order_topic_config_when_enabled() {
     let c = RemotingClient::new(RemotingClientConfig::default());
     for (name, enabled) in [("on", true), ("off", false)] {
         let (_ns, addr) = start(&dir.path().join(format!("{name}.json")), enabled).await;
-        let r = call(&c, &addr, register("broker-a", "127.0.0.1:10911", "Ordered")).await;
+        let r = call(
+            &c,
+            &addr,
+            register("broker-a", "127.0.0.1:10911", "Ordered"),
+        )
+        .await;
         assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
         assert_eq!(order_conf(&c, &addr, "Ordered").await, None);
-        let r = call(&c, &addr, put("ORDER_TOPIC_CONFIG", "Ordered", "broker-a:4")).await;
+        let r = call(
+            &c,
+            &addr,
+            put("ORDER_TOPIC_CONFIG", "Ordered", "broker-a:4"),
+        )
+        .await;
         assert_eq!(r.code, response::SUCCESS);
         let want = enabled.then(|| "broker-a:4".to_string());
         assert_eq!(order_conf(&c, &addr, "Ordered").await, want, "{name}");

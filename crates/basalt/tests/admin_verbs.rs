@@ -103,23 +103,43 @@ fn broker_config_group_and_kv_verbs() {
     );
     assert_eq!(setting(&ns, &broker, "maxMessageSize"), "1024");
     assert_eq!(setting(&ns, &broker, "rejectTransactionMessage"), "true");
-    let e = admin_err(&ns, &["broker-config", "set", "-b", &broker, "listenPort=1"]);
+    let e = admin_err(
+        &ns,
+        &["broker-config", "set", "-b", &broker, "listenPort=1"],
+    );
     assert!(e.contains("listenPort") && e.contains("restart"), "{e}");
     let e = admin_err(&ns, &["broker-config", "set", "-b", &broker, "noequals"]);
     assert!(e.contains("KEY=VALUE"), "{e}");
     // Every broker of the cluster.
     admin_ok(
         &ns,
-        &["broker-config", "set", "-c", "DefaultCluster", "maxMessageSize=2048"],
+        &[
+            "broker-config",
+            "set",
+            "-c",
+            "DefaultCluster",
+            "maxMessageSize=2048",
+        ],
     );
     assert_eq!(setting(&ns, &broker, "maxMessageSize"), "2048");
 
     admin_ok(
         &ns,
-        &["group", "create", "-g", "ops-group", "--retry-max-times", "3"],
+        &[
+            "group",
+            "create",
+            "-g",
+            "ops-group",
+            "--retry-max-times",
+            "3",
+        ],
     );
     let groups = admin_json(&ns, &["group", "list"]);
-    assert_eq!(rows_with(&groups, "groups", "group", "ops-group"), 1, "{groups}");
+    assert_eq!(
+        rows_with(&groups, "groups", "group", "ops-group"),
+        1,
+        "{groups}"
+    );
     let row = groups["groups"]
         .as_array()
         .unwrap()
@@ -133,18 +153,33 @@ fn broker_config_group_and_kv_verbs() {
     assert_eq!(rows_with(&groups, "groups", "group", "ops-group"), 0);
     admin_err(&ns, &["group", "create", "-g", "bad group"]);
 
-    admin_ok(&ns, &["kv", "put", "-n", "ops", "-k", "k1", "--value", "v1"]);
-    admin_ok(&ns, &["kv", "put", "-n", "ops", "-k", "k2", "--value", "v2"]);
-    assert_eq!(admin_ok(&ns, &["kv", "get", "-n", "ops", "-k", "k1"]), "v1\n");
+    admin_ok(
+        &ns,
+        &["kv", "put", "-n", "ops", "-k", "k1", "--value", "v1"],
+    );
+    admin_ok(
+        &ns,
+        &["kv", "put", "-n", "ops", "-k", "k2", "--value", "v2"],
+    );
+    assert_eq!(
+        admin_ok(&ns, &["kv", "get", "-n", "ops", "-k", "k1"]),
+        "v1\n"
+    );
     admin_ok(&ns, &["kv", "delete", "-n", "ops", "-k", "k2"]);
     let listed = admin_json(&ns, &["kv", "list", "-n", "ops"]);
-    assert_eq!(listed["entries"], serde_json::json!([{"key": "k1", "value": "v1"}]));
+    assert_eq!(
+        listed["entries"],
+        serde_json::json!([{"key": "k1", "value": "v1"}])
+    );
     admin_err(&ns, &["kv", "get", "-n", "ops", "-k", "k2"]);
 
     // The KV config is on disk; the run-time settings are not.
     b.stop();
     b.restart();
-    assert_eq!(admin_ok(&ns, &["kv", "get", "-n", "ops", "-k", "k1"]), "v1\n");
+    assert_eq!(
+        admin_ok(&ns, &["kv", "get", "-n", "ops", "-k", "k1"]),
+        "v1\n"
+    );
     assert_eq!(setting(&ns, &broker, "maxMessageSize"), "4194304");
 }
 
@@ -189,7 +224,10 @@ fn client_verbs_with_a_producer_and_a_consumer_running() {
                     .create_topic(&b.ports.broker_addr(), &TopicConfig::new("OpsT", 1))
                     .await
                     .expect("create");
-                eventually("the route", async || admin.topic_route("OpsT").await.is_ok()).await;
+                eventually("the route", async || {
+                    admin.topic_route("OpsT").await.is_ok()
+                })
+                .await;
                 let producer = Producer::new("ops-producer", ClientConfig::new(ns.clone()));
                 producer.start().await.expect("producer");
                 for i in 0..3 {
@@ -215,16 +253,17 @@ fn client_verbs_with_a_producer_and_a_consumer_running() {
                 eventually("consumed", async || seen.load(Ordering::Relaxed) >= 3).await;
 
                 // 204: the producer's connection.
-                let p = admin_json_async(&ns, &["producer", "-g", "ops-producer", "-t", "OpsT"])
-                    .await;
+                let p =
+                    admin_json_async(&ns, &["producer", "-g", "ops-producer", "-t", "OpsT"]).await;
                 assert_eq!(p["connections"].as_array().map(Vec::len), Some(1), "{p}");
                 // 307: what the consumer reports of its queue.
                 let s = admin_json_async(&ns, &["consumer-status", "-g", "ops-consumer"]).await;
                 assert_eq!(rows_with(&s, "queues", "topic", "OpsT"), 1, "{s}");
                 // The committed offset reaches the broker, with a pull rate.
                 eventually("offset 3 committed", async || {
-                    let p = admin_json_async(&ns, &["progress", "-g", "ops-consumer", "-t", "OpsT"])
-                        .await;
+                    let p =
+                        admin_json_async(&ns, &["progress", "-g", "ops-consumer", "-t", "OpsT"])
+                            .await;
                     p["queues"][0]["consumerOffset"] == 3
                 })
                 .await;
@@ -236,7 +275,15 @@ fn client_verbs_with_a_producer_and_a_consumer_running() {
                 // 314: a new group starts where the old one is.
                 admin_json_async(
                     &ns,
-                    &["clone-offset", "--src", "ops-consumer", "--dest", "ops-clone", "-t", "OpsT"],
+                    &[
+                        "clone-offset",
+                        "--src",
+                        "ops-consumer",
+                        "--dest",
+                        "ops-clone",
+                        "-t",
+                        "OpsT",
+                    ],
                 )
                 .await;
                 let c = admin_json_async(&ns, &["progress", "-g", "ops-clone", "-t", "OpsT"]).await;
@@ -246,8 +293,17 @@ fn client_verbs_with_a_producer_and_a_consumer_running() {
                 let q = admin_json_async(
                     &ns,
                     &[
-                        "consume-queue", "-t", "OpsT", "-b", "broker-a", "-q", "0", "-i", "0",
-                        "-g", "ops-consumer",
+                        "consume-queue",
+                        "-t",
+                        "OpsT",
+                        "-b",
+                        "broker-a",
+                        "-q",
+                        "0",
+                        "-i",
+                        "0",
+                        "-g",
+                        "ops-consumer",
                     ],
                 )
                 .await;

@@ -31,7 +31,7 @@ pub fn broker_config(a: &AdminPath) -> RemotingCommand {
     let mut resp = RemotingCommand::response(response::SUCCESS, None).with_body(text.into_bytes());
     resp.ext_fields.insert(
         "version",
-        &serde_json::to_string(&version).unwrap_or_default(),
+        serde_json::to_string(&version).unwrap_or_default(),
     );
     resp
 }
