@@ -252,7 +252,21 @@ fn client_verbs_with_a_producer_and_a_consumer_running() {
                 consumer.start().await.expect("consumer");
                 eventually("consumed", async || seen.load(Ordering::Relaxed) >= 3).await;
 
-                // 204: the producer's connection.
+                // 204: the producer's connection, once its heartbeat reached the
+                // broker (a producer heartbeats on a timer, not at start).
+                let ns2 = ns.clone();
+                eventually("the producer's heartbeat", async || {
+                    let ns = ns2.clone();
+                    tokio::task::spawn_blocking(move || {
+                        run_admin(
+                            &ns,
+                            &["--json", "producer", "-g", "ops-producer", "-t", "OpsT"],
+                        )
+                    })
+                    .await
+                    .is_ok_and(|o| o.status.success())
+                })
+                .await;
                 let p =
                     admin_json_async(&ns, &["producer", "-g", "ops-producer", "-t", "OpsT"]).await;
                 assert_eq!(p["connections"].as_array().map(Vec::len), Some(1), "{p}");
