@@ -17,6 +17,7 @@ use crate::clients::registry::ClientManager;
 use crate::clients::waiters::PullWaiters;
 use crate::config::BrokerConfig;
 use crate::filter::FilterCache;
+use crate::live_config::LiveBrokerConfig;
 use crate::metadata::groups::SubscriptionGroupManager;
 use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
@@ -51,6 +52,8 @@ pub enum BrokerError {
 /// changes after start.
 pub struct Broker {
     pub(crate) config: Arc<BrokerConfig>,
+    /// The settings operators may change at run time (UPDATE_BROKER_CONFIG).
+    pub(crate) live: Arc<LiveBrokerConfig>,
     pub(crate) store: Arc<MessageStore>,
     pub(crate) replication: Arc<Replication>,
     pub(crate) topics: Arc<TopicConfigManager>,
@@ -139,6 +142,7 @@ impl Broker {
     pub(crate) fn send_path(&self) -> SendPath {
         SendPath {
             config: Arc::clone(&self.config),
+            live: Arc::clone(&self.live),
             store: Arc::clone(&self.store),
             writer: self.writer(),
             topics: Arc::clone(&self.topics),
@@ -153,6 +157,7 @@ impl Broker {
     pub(crate) fn pull_path(&self) -> PullPath {
         PullPath {
             config: Arc::clone(&self.config),
+            live: Arc::clone(&self.live),
             store: Arc::clone(&self.store),
             replication: Arc::clone(&self.replication),
             topics: Arc::clone(&self.topics),
@@ -169,6 +174,7 @@ impl Broker {
     pub(crate) fn client_path(&self) -> ClientPath {
         ClientPath {
             config: Arc::clone(&self.config),
+            live: Arc::clone(&self.live),
             store: Arc::clone(&self.store),
             replication: Arc::clone(&self.replication),
             topics: Arc::clone(&self.topics),
@@ -183,6 +189,7 @@ impl Broker {
     pub(crate) fn admin_path(&self) -> AdminPath {
         AdminPath {
             config: Arc::clone(&self.config),
+            live: Arc::clone(&self.live),
             store: Arc::clone(&self.store),
             replication: Arc::clone(&self.replication),
             topics: Arc::clone(&self.topics),

@@ -1,6 +1,7 @@
 //! The Basalt broker: RocketMQ's request processors over the store.
 //!
-//! * [`config`] — broker.conf settings (properties or TOML);
+//! * [`config`] — broker.conf settings (properties or TOML); [`live_config`]
+//!   the few an operator may change while the broker runs;
 //! * [`broker`] — the running broker: its parts, registration, shutdown;
 //!   [`start`] brings one up;
 //! * [`replication`] — how messages are written and copied: standalone,
@@ -20,7 +21,10 @@
 pub mod broker;
 pub mod clients;
 pub mod config;
+mod config_properties;
 pub mod filter;
+pub mod group_stats;
+pub mod live_config;
 pub mod metadata;
 pub mod processor;
 mod registration;

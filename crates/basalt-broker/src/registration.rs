@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
 use crate::config::BrokerConfig;
+use crate::live_config::LiveBrokerConfig;
 use crate::metadata::topics::{TopicChange, TopicConfigManager};
 use crate::replication::Replication;
 
@@ -28,6 +29,8 @@ use crate::replication::Replication;
 /// NameServers were sent a topic table that includes its change.
 pub struct Registrar {
     config: Arc<BrokerConfig>,
+    /// `brokerPermission` masks every topic's permission as registered.
+    live: Arc<LiveBrokerConfig>,
     topics: Arc<TopicConfigManager>,
     replication: Arc<Replication>,
     client: RemotingClient,
@@ -51,6 +54,7 @@ impl std::fmt::Debug for Registrar {
 impl Registrar {
     pub fn new(
         config: Arc<BrokerConfig>,
+        live: Arc<LiveBrokerConfig>,
         topics: Arc<TopicConfigManager>,
         replication: Arc<Replication>,
         client: RemotingClient,
@@ -59,6 +63,7 @@ impl Registrar {
         Registrar {
             master_addr: Mutex::new(config.ha_master_address.clone()),
             config,
+            live,
             topics,
             replication,
             client,
@@ -97,9 +102,25 @@ impl Registrar {
         if addrs.is_empty() {
             return;
         }
+        let mut topics = self.topics.snapshot().to_wire();
+        // The NameServer takes queue data only from a table whose version
+        // changed: a run-time settings update counts as a change (Java
+        // bumps the topic table's version when brokerPermission changes).
+        // Both counters only grow, so their sum does too.
+        topics.data_version.counter += self.live.version() as i64;
+        // A broker that is not both readable and writable registers every
+        // topic with its own permission masked (Java `registerBrokerAll`).
+        let broker_perm = self.live.broker_permission();
+        if broker_perm
+            != basalt_common::constants::perm::READ | basalt_common::constants::perm::WRITE
+        {
+            for t in topics.topic_config_table.values_mut() {
+                t.perm &= broker_perm;
+            }
+        }
         let body = RegisterBrokerBody {
             filter_server_list: Vec::new(),
-            topic_config_serialize_wrapper: self.topics.snapshot().to_wire(),
+            topic_config_serialize_wrapper: topics,
         }
         .to_json();
         let crc = basalt_common::crc::masked_crc32(&body) as i32;

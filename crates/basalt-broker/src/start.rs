@@ -18,6 +18,7 @@ use crate::clients::registry::ClientManager;
 use crate::clients::waiters::PullWaiters;
 use crate::config::BrokerConfig;
 use crate::filter::FilterCache;
+use crate::live_config::LiveBrokerConfig;
 use crate::metadata::groups::SubscriptionGroupManager;
 use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
@@ -211,8 +212,10 @@ fn assemble(
         Arc::clone(&waiters) as Arc<dyn basalt_store::dispatch::ArrivalListener>
     );
     let topics = Arc::new(o.topics);
+    let live = Arc::new(LiveBrokerConfig::new(&config));
     let registrar = Arc::new(Registrar::new(
         Arc::clone(&config),
+        Arc::clone(&live),
         Arc::clone(&topics),
         Arc::clone(&replication),
         RemotingClient::new(basalt_remoting::RemotingClientConfig::default()),
@@ -256,6 +259,7 @@ fn assemble(
         Arc::new(TimerService::new(parts, recovered))
     });
     Arc::new(Broker {
+        live,
         uniq,
         store: o.store,
         replication,
@@ -331,12 +335,17 @@ async fn persist_offsets(b: Arc<Broker>) {
     }
 }
 
-/// Every second: samples the counters for the runtime-info rates.
+/// Every second: samples the counters for the runtime-info rates; every
+/// 10 s the per-group pull counts (consumeTps).
 async fn sample_rates(b: Arc<Broker>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
+    for n in 0u64.. {
         tick.tick().await;
-        b.rates.record(&b.stats, basalt_common::time::now_millis());
+        let now = basalt_common::time::now_millis();
+        b.rates.record(&b.stats, now);
+        if n % 10 == 0 {
+            b.stats.group_gets.sample(now);
+        }
     }
 }
 

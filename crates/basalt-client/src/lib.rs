@@ -41,8 +41,10 @@
 //! compressed), reading from slaves beyond following `suggestWhichBrokerId`.
 
 pub mod admin;
+mod admin_config;
 mod admin_ledger;
 mod admin_ops;
+pub use admin_config::{ConsumeQueueUnit, ConsumeQueueView};
 pub use admin_ops::{ConsumerRunningInfo, ProcessQueueInfo, ProducerConnection};
 mod api;
 pub mod config;

@@ -3,10 +3,12 @@
 //!
 //! * [`RouteInfoManager`] — the route tables as pure logic (time is passed in);
 //! * [`NamesrvProcessor`] — the request handlers over the remoting protocol;
+//! * [`kv_config`] — the KV config (`kvConfig.json`), ordered topics' layouts;
 //! * [`NameServer`] — a server plus the timer that expires silent brokers,
 //!   embeddable in another process or run alone.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +16,8 @@ use basalt_remoting::{RemotingServer, ServerConfig, ServerHandle};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub mod kv_config;
+mod kv_requests;
 pub mod processor;
 pub mod route_info;
 
@@ -36,6 +40,11 @@ pub struct NamesrvConfig {
     /// Connections open at once; more are closed as soon as they are
     /// accepted (the broker's `serverMaxConnections`).
     pub max_connections: usize,
+    /// Where the KV config is kept (Java `kvConfigPath`,
+    /// `~/namesrv/kvConfig.json`); None keeps it in memory only.
+    pub kv_config_path: Option<PathBuf>,
+    /// Routes carry `orderTopicConf` (Java `orderMessageEnable`).
+    pub order_message_enable: bool,
 }
 
 impl Default for NamesrvConfig {
@@ -45,6 +54,8 @@ impl Default for NamesrvConfig {
             broker_expiry: Duration::from_millis(DEFAULT_BROKER_EXPIRY_MS as u64),
             scan_interval: Duration::from_secs(5),
             max_connections: basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS,
+            kv_config_path: None,
+            order_message_enable: false,
         }
     }
 }
@@ -58,6 +69,8 @@ pub enum NamesrvError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    KvConfig(#[from] kv_config::KvConfigError),
 }
 
 /// Entry point.
@@ -68,7 +81,15 @@ impl NameServer {
     /// tokio runtime.
     pub async fn start(config: NamesrvConfig) -> Result<NameServerHandle, NamesrvError> {
         let expiry_ms = config.broker_expiry.as_millis().min(i64::MAX as u128) as i64;
-        let processor = Arc::new(NamesrvProcessor::new(RouteInfoManager::new(expiry_ms)));
+        let kv = match &config.kv_config_path {
+            Some(path) => kv_config::KvConfigManager::load(path)?,
+            None => kv_config::KvConfigManager::in_memory(),
+        };
+        let processor = Arc::new(NamesrvProcessor::with_kv(
+            RouteInfoManager::new(expiry_ms),
+            Arc::new(kv),
+            config.order_message_enable,
+        ));
         let server_config = ServerConfig {
             max_connections: config.max_connections,
             ..ServerConfig::default()

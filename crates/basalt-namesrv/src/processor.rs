@@ -1,6 +1,7 @@
 //! [`NamesrvProcessor`]: the NameServer's request handling (docs/protocol.md#nameserver).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use basalt_common::crc::masked_crc32;
 use basalt_common::time::now_millis;
@@ -15,6 +16,8 @@ use basalt_remoting::protocol::{RegisterBrokerBody, TopicRouteData};
 use basalt_remoting::{Channel, HeaderError, RemotingCommand, RequestProcessor};
 use parking_lot::{Mutex, RwLock};
 
+use crate::kv_config::{KvConfigManager, ORDER_TOPIC_CONFIG};
+use crate::kv_requests;
 use crate::route_info::{BrokerAddrKey, BrokerRegistration, RouteInfoManager};
 
 /// Longest broker name a write-permission request may name.
@@ -29,14 +32,36 @@ pub struct NamesrvProcessor {
     routes: RwLock<RouteInfoManager>,
     /// The connection each broker last registered over.
     broker_channels: Mutex<HashMap<BrokerAddrKey, u64>>,
+    kv: Arc<KvConfigManager>,
+    /// Routes carry `orderTopicConf` from the ORDER_TOPIC_CONFIG namespace
+    /// (Java `orderMessageEnable`, off by default).
+    order_message_enable: bool,
 }
 
 impl NamesrvProcessor {
+    /// A processor whose KV config is kept in memory only.
     pub fn new(routes: RouteInfoManager) -> Self {
+        Self::with_kv(routes, Arc::new(KvConfigManager::in_memory()), false)
+    }
+
+    /// A processor over `kv`; with `order_message_enable`, routes carry
+    /// each topic's ORDER_TOPIC_CONFIG value as `orderTopicConf`.
+    pub fn with_kv(
+        routes: RouteInfoManager,
+        kv: Arc<KvConfigManager>,
+        order_message_enable: bool,
+    ) -> Self {
         Self {
             routes: RwLock::new(routes),
             broker_channels: Mutex::new(HashMap::new()),
+            kv,
+            order_message_enable,
         }
+    }
+
+    /// The KV config.
+    pub fn kv(&self) -> &Arc<KvConfigManager> {
+        &self.kv
     }
 
     /// The route tables (read access for embedding and tests).
@@ -78,16 +103,13 @@ impl NamesrvProcessor {
             }
             request::WIPE_WRITE_PERM_OF_BROKER => self.write_perm(req, false),
             request::ADD_WRITE_PERM_OF_BROKER => self.write_perm(req, true),
-            request::GET_KV_CONFIG => {
-                // No KV store: every lookup misses, as on a fresh Java NameServer.
-                let ns = req.ext_fields.get("namespace").unwrap_or("");
-                let key = req.ext_fields.get("key").unwrap_or("");
-                Ok(error(
-                    req,
-                    response::QUERY_NOT_FOUND,
-                    format!("No config item, Namespace: {ns} Key: {key}"),
-                ))
-            }
+            request::GET_KV_CONFIG => Ok(kv_requests::get(&self.kv, req)),
+            request::GET_KVLIST_BY_NAMESPACE => Ok(kv_requests::list(&self.kv, req)),
+            request::PUT_KV_CONFIG | request::DELETE_KV_CONFIG => Ok(error(
+                req,
+                response::SYSTEM_ERROR,
+                "KV changes are answered by the async path".into(),
+            )),
             _ => Ok(RemotingCommand::not_supported(req)),
         };
         result.unwrap_or_else(|e: HeaderError| error(req, response::SYSTEM_ERROR, e.to_string()))
@@ -202,7 +224,10 @@ impl NamesrvProcessor {
         let h = GetRouteInfoRequestHeader::from_ext(&req.ext_fields)?;
         let route = self.routes.read().topic_route(&h.topic);
         Ok(match route {
-            Some(route) => {
+            Some(mut route) => {
+                if self.order_message_enable {
+                    route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, &h.topic);
+                }
                 let bare = TopicRouteData::bare_keys_for(
                     req.version,
                     h.accept_standard_json_only.unwrap_or(false),
@@ -223,7 +248,13 @@ impl NamesrvProcessor {
 
 impl RequestProcessor for NamesrvProcessor {
     async fn process(&self, channel: &Channel, req: RemotingCommand) -> Option<RemotingCommand> {
-        Some(self.handle(Some(channel), &req))
+        match req.code {
+            // These write kvConfig.json, off the async workers.
+            request::PUT_KV_CONFIG | request::DELETE_KV_CONFIG => {
+                Some(kv_requests::change(&self.kv, &req).await)
+            }
+            _ => Some(self.handle(Some(channel), &req)),
+        }
     }
 
     fn on_channel_closed(&self, channel: &Channel) {

@@ -64,6 +64,7 @@ pub mod request {
     pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
     pub const GET_SYSTEM_TOPIC_LIST_FROM_BROKER: i32 = 305;
     pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
+    pub const CLONE_GROUP_OFFSET: i32 = 314;
     pub const CONSUME_MESSAGE_DIRECTLY: i32 = 309;
     pub const SEND_MESSAGE_V2: i32 = 310;
     pub const SEND_BATCH_MESSAGE: i32 = 320;

@@ -3,21 +3,33 @@
 //! live broker settings (docs/protocol.md#operations).
 
 use basalt_client::{Admin, ClientError};
+use serde_json::json;
+
+use crate::admin_output::Report;
 
 /// `basalt admin write-perm --broker-name X --off|--on`: one row per
 /// NameServer with the topics it changed.
-pub async fn write_perm(admin: &Admin, broker_name: &str, writable: bool) -> Result<(), String> {
+pub async fn write_perm(
+    admin: &Admin,
+    broker_name: &str,
+    writable: bool,
+) -> Result<Report, String> {
     let rows = admin
         .set_broker_write_perm(broker_name, writable)
         .await
         .map_err(|e: ClientError| e.to_string())?;
     let what = if writable { "writable" } else { "read-only" };
-    println!("{:<24} {:>8}", "namesrv", "topics");
+    let mut r = Report::new();
+    let t = r.table("namesrvs", &["namesrv", "topics"]);
     for (ns, count) in rows {
-        println!("{ns:<24} {count:>8}");
+        r.row(t, vec![json!(ns), json!(count)]);
     }
-    println!("broker {broker_name} is {what} in every topic");
-    Ok(())
+    r.field(
+        "writable",
+        writable,
+        format!("broker {broker_name} is {what} in every topic"),
+    );
+    Ok(r)
 }
 
 /// `basalt admin reset-offset` / `skip-accumulated` (`timestamp_ms` -1):
@@ -28,42 +40,52 @@ pub async fn reset_offset(
     topic: &str,
     timestamp_ms: i64,
     force: bool,
-) -> Result<(), String> {
+) -> Result<Report, String> {
     let table = admin
         .reset_offset_by_time(group, topic, timestamp_ms, force)
         .await
         .map_err(|e| e.to_string())?;
-    println!(
-        "{:<24} {:<16} {:>5} {:>12}",
-        "topic", "broker", "queue", "offset"
-    );
+    let mut r = Report::new();
+    let t = r.table("queues", &["topic", "broker", "queue", "offset"]);
     for (q, offset) in &table {
-        println!(
-            "{:<24} {:<16} {:>5} {:>12}",
-            q.topic, q.broker_name, q.queue_id, offset
+        r.row(
+            t,
+            vec![
+                json!(q.topic),
+                json!(q.broker_name),
+                json!(q.queue_id),
+                json!(offset),
+            ],
         );
     }
-    println!("group {group}: {} queue(s) reset", table.len());
-    Ok(())
+    r.field(
+        "reset",
+        table.len(),
+        format!("group {group}: {} queue(s) reset", table.len()),
+    );
+    Ok(r)
 }
 
 /// `basalt admin producer -g GROUP -t TOPIC`.
-pub async fn producer(admin: &Admin, group: &str, topic: &str) -> Result<(), String> {
+pub async fn producer(admin: &Admin, group: &str, topic: &str) -> Result<Report, String> {
     let c = admin
         .producer_connections(group, topic)
         .await
         .map_err(|e| e.to_string())?;
-    println!(
-        "{:<40} {:<22} {:<8} version",
-        "client", "address", "language"
-    );
+    let mut r = Report::new();
+    let t = r.table("connections", &["client", "address", "language", "version"]);
     for conn in &c.connection_set {
-        println!(
-            "{:<40} {:<22} {:<8} {}",
-            conn.client_id, conn.client_addr, conn.language, conn.version
+        r.row(
+            t,
+            vec![
+                json!(conn.client_id),
+                json!(conn.client_addr),
+                json!(conn.language),
+                json!(conn.version),
+            ],
         );
     }
-    Ok(())
+    Ok(r)
 }
 
 /// `basalt admin consumer-status -g GROUP [--client-id ID]`: each
@@ -72,7 +94,7 @@ pub async fn consumer_status(
     admin: &Admin,
     group: &str,
     client_id: Option<&str>,
-) -> Result<(), String> {
+) -> Result<Report, String> {
     let clients: Vec<String> = match client_id {
         Some(id) => vec![id.to_string()],
         None => admin
@@ -84,38 +106,47 @@ pub async fn consumer_status(
             .map(|c| c.client_id)
             .collect(),
     };
+    let mut r = Report::new();
     for id in clients {
         let info = admin
             .consumer_running_info(group, &id)
             .await
             .map_err(|e| format!("{id}: {e}"))?;
-        println!("client {id}");
+        r.text(format!("client {id}"));
+        let p = r.table("properties", &["client", "key", "value"]);
         for (k, v) in &info.properties {
-            let v = v
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| v.to_string());
-            println!("  {k:<32} {v}");
+            r.row(p, vec![json!(id), json!(k), v.clone()]);
         }
-        println!(
-            "  {:<24} {:<16} {:>5} {:>12} {:>8} {:>12}",
-            "topic", "broker", "queue", "committed", "cached", "max-cached"
+        let t = r.table(
+            "queues",
+            &[
+                "client",
+                "topic",
+                "broker",
+                "queue",
+                "committed",
+                "cached",
+                "maxCached",
+            ],
         );
         let mut queues = info.mq_table;
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         for (mq, pq) in &queues {
-            println!(
-                "  {:<24} {:<16} {:>5} {:>12} {:>8} {:>12}",
-                mq.topic,
-                mq.broker_name,
-                mq.queue_id,
-                pq.commit_offset,
-                pq.cached_msg_count,
-                pq.cached_msg_max_offset
+            r.row(
+                t,
+                vec![
+                    json!(id),
+                    json!(mq.topic),
+                    json!(mq.broker_name),
+                    json!(mq.queue_id),
+                    json!(pq.commit_offset),
+                    json!(pq.cached_msg_count),
+                    json!(pq.cached_msg_max_offset),
+                ],
             );
         }
     }
-    Ok(())
+    Ok(r)
 }
 
 /// A `--time` value: milliseconds since the epoch, `now`, or

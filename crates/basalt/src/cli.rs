@@ -121,6 +121,9 @@ pub struct AdminArgs {
         global = true
     )]
     pub namesrv: String,
+    /// Print one JSON object instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -220,6 +223,46 @@ pub enum AdminCommand {
     /// Ledger-mode (DLedger) groups: status, leadership transfer.
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// Subscription groups: create or update, delete, list.
+    #[command(subcommand)]
+    Group(GroupCommand),
+    /// A broker's settings: all of them, or change the live ones.
+    #[command(subcommand)]
+    BrokerConfig(BrokerConfigCommand),
+    /// ConsumeQueue units of one queue from a queue offset: where each
+    /// message is in the CommitLog, its size and tag hash.
+    ConsumeQueue {
+        #[arg(short, long)]
+        topic: String,
+        /// The broker group holding the queue.
+        #[arg(short = 'b', long)]
+        broker_name: String,
+        #[arg(short, long)]
+        queue: i32,
+        /// The first queue offset.
+        #[arg(short, long)]
+        index: i64,
+        #[arg(long, default_value_t = 10)]
+        count: i32,
+        /// Show this consumer group's subscription of the topic.
+        #[arg(short, long)]
+        group: Option<String>,
+    },
+    /// Copy a consumer group's committed offsets on a topic to another group.
+    CloneOffset {
+        #[arg(long)]
+        src: String,
+        #[arg(long)]
+        dest: String,
+        #[arg(short, long)]
+        topic: String,
+        /// Copy even topics the online source group does not subscribe to.
+        #[arg(long)]
+        offline: bool,
+    },
+    /// The NameServers' KV config (ORDER_TOPIC_CONFIG and others).
+    #[command(subcommand)]
+    Kv(KvCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -232,8 +275,6 @@ pub enum LedgerCommand {
         /// This broker group only.
         #[arg(short = 'b', long)]
         broker_name: Option<String>,
-        #[arg(long)]
-        json: bool,
     },
     /// Hand a group's leadership to another member (DLedger's leadership
     /// transfer): the leader stops taking sends, brings the member up to
@@ -247,8 +288,97 @@ pub enum LedgerCommand {
         /// The broker group (needed when the cluster has several).
         #[arg(short = 'b', long)]
         broker_name: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Create or update a subscription group on every master of a cluster
+    /// (or one broker).
+    Create {
+        #[arg(short, long)]
+        group: String,
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        #[arg(short, long)]
+        broker: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        retry_queue_nums: i32,
+        #[arg(long, default_value_t = 16)]
+        retry_max_times: i32,
+        /// The group may not consume.
         #[arg(long)]
-        json: bool,
+        consume_disable: bool,
+        /// Refuse broadcasting consumers.
+        #[arg(long)]
+        no_broadcast: bool,
+    },
+    /// Delete a subscription group on every master of a cluster (or one broker).
+    Delete {
+        #[arg(short, long)]
+        group: String,
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        #[arg(short, long)]
+        broker: Option<String>,
+    },
+    /// The subscription groups of every master of a cluster (or one broker).
+    List {
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        #[arg(short, long)]
+        broker: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BrokerConfigCommand {
+    /// Every setting of one broker, as it runs now.
+    Get {
+        /// Broker address (ip:port).
+        #[arg(short, long)]
+        broker: String,
+    },
+    /// Change live settings (KEY=VALUE ...) on one broker or every broker
+    /// of a cluster; settings fixed at start are refused.
+    Set {
+        #[arg(short, long, required_unless_present = "cluster")]
+        broker: Option<String>,
+        #[arg(short, long, conflicts_with = "broker")]
+        cluster: Option<String>,
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        settings: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KvCommand {
+    Get {
+        #[arg(short, long)]
+        namespace: String,
+        #[arg(short, long)]
+        key: String,
+    },
+    /// Set a value at every NameServer.
+    Put {
+        #[arg(short, long)]
+        namespace: String,
+        #[arg(short, long)]
+        key: String,
+        #[arg(long)]
+        value: String,
+    },
+    /// Remove a key at every NameServer.
+    Delete {
+        #[arg(short, long)]
+        namespace: String,
+        #[arg(short, long)]
+        key: String,
+    },
+    /// Every key of a namespace.
+    List {
+        #[arg(short, long)]
+        namespace: String,
     },
 }
 
@@ -417,6 +547,10 @@ pub struct StandaloneArgs {
     /// A broker.conf file applied before --set.
     #[arg(short = 'c', long)]
     pub config: Option<PathBuf>,
+    /// Routes carry each topic's ORDER_TOPIC_CONFIG value as
+    /// orderTopicConf (the NameServer's orderMessageEnable).
+    #[arg(long)]
+    pub order_message_enable: bool,
     #[command(flatten)]
     pub overrides: Overrides,
 }
@@ -432,6 +566,12 @@ pub struct NamesrvArgs {
     /// Connections open at once; more are closed as soon as they are accepted.
     #[arg(long, default_value_t = basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// The KV config file (default ~/namesrv/kvConfig.json).
+    #[arg(long)]
+    pub kv_config: Option<PathBuf>,
+    /// Routes carry each topic's ORDER_TOPIC_CONFIG value as orderTopicConf.
+    #[arg(long)]
+    pub order_message_enable: bool,
 }
 
 #[derive(Debug, Args)]
@@ -491,7 +631,7 @@ impl Cli {
             Command::Store(s) => crate::store_tools::run(s),
             Command::Produce(a) => crate::client_tools::produce(a),
             Command::Consume(a) => crate::client_tools::consume(a),
-            Command::Admin(a) => crate::client_tools::admin(a.command, a.namesrv),
+            Command::Admin(a) => crate::admin_cli::admin(a.command, a.namesrv, a.json),
             Command::Bench(b) => crate::bench::run(b),
         }
     }

@@ -4,7 +4,10 @@
 //! * `basalt namesrv` / `basalt broker -c FILE` — the two roles apart;
 //! * `basalt store check|dump DIR` — offline tools for a store directory.
 
+mod admin_cli;
 mod admin_ops;
+mod admin_output;
+mod admin_verbs;
 mod allocator;
 mod bench;
 mod bench_timers;

@@ -79,6 +79,8 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         let ns = NameServer::start(NamesrvConfig {
             listen: SocketAddr::new(a.listen, a.namesrv_port),
             max_connections: cfg.server_max_connections,
+            kv_config_path: Some(a.data.join("namesrv").join("kvConfig.json")),
+            order_message_enable: a.order_message_enable,
             ..Default::default()
         })
         .await
@@ -115,6 +117,15 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `~/namesrv/kvConfig.json`, Java's default `kvConfigPath`.
+fn default_kv_config_path() -> std::path::PathBuf {
+    std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("."))
+        .join("namesrv")
+        .join("kvConfig.json")
+}
+
 pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
@@ -123,6 +134,8 @@ pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
         let ns = NameServer::start(NamesrvConfig {
             listen: SocketAddr::new(a.listen, a.port),
             max_connections: a.max_connections.max(1),
+            kv_config_path: Some(a.kv_config.clone().unwrap_or_else(default_kv_config_path)),
+            order_message_enable: a.order_message_enable,
             ..Default::default()
         })
         .await

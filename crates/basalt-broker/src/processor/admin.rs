@@ -188,28 +188,6 @@ pub fn runtime_info(a: &AdminPath) -> RemotingCommand {
     ok().with_body(serde_json::to_vec(&KvTable { table: t }).unwrap_or_default())
 }
 
-pub fn broker_config(a: &AdminPath) -> RemotingCommand {
-    let c = &a.config;
-    let text = format!(
-        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nbrokerIP1={}\nlistenPort={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerRole={}\nmappedFileSizeCommitLog={}\nfileReservedTime={}\nautoCreateTopicEnable={}\ndefaultTopicQueueNums={}\nenablePropertyFilter={}\n",
-        c.broker_cluster_name,
-        c.broker_name,
-        c.broker_id,
-        c.broker_ip1,
-        c.listen_port,
-        c.namesrv_addr.clone().unwrap_or_default(),
-        c.store_path_root_dir.display(),
-        c.flush_disk_type,
-        c.broker_role,
-        c.mapped_file_size_commit_log,
-        c.file_reserved_time,
-        c.auto_create_topic_enable,
-        c.default_topic_queue_nums,
-        c.enable_property_filter,
-    );
-    ok().with_body(text.into_bytes())
-}
-
 pub fn topic_stats(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let h = match GetTopicStatsInfoRequestHeader::from_ext(&req.ext_fields) {
         Ok(h) => h,
@@ -298,9 +276,14 @@ pub fn consume_stats(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
             ));
         }
     }
+    let topic = h.topic.as_deref().filter(|t| !t.is_empty());
+    let consume_tps = a
+        .stats
+        .group_gets
+        .tps(&h.consumer_group, topic, now_millis());
     ok().with_body(
         ConsumeStats {
-            consume_tps: 0.0,
+            consume_tps,
             offset_table: table,
         }
         .encode(),

@@ -51,7 +51,7 @@ pub async fn heartbeat(
     for cd in data.consumer_data_set {
         let g = match c
             .groups
-            .get_or_create(&cd.group_name, c.config.auto_create_subscription_group)
+            .get_or_create(&cd.group_name, c.live.auto_create_subscription_group())
         {
             Ok(g) => g,
             Err(GroupCreateError::NotAllowed(_)) => continue,
@@ -269,7 +269,7 @@ pub fn update_consumer_offset(c: &ClientPath, req: &RemotingCommand) -> Remoting
     }
     if let Err(e) = c
         .groups
-        .get_or_create(&h.consumer_group, c.config.auto_create_subscription_group)
+        .get_or_create(&h.consumer_group, c.live.auto_create_subscription_group())
     {
         return error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string());
     }

@@ -9,11 +9,13 @@
 mod admin;
 mod checks;
 mod client;
+mod config_admin;
 mod connections_admin;
 mod ledger_admin;
 mod offsets_admin;
 pub mod paths;
 mod pull;
+mod queue_admin;
 mod reply;
 mod send;
 mod transaction;
@@ -118,7 +120,8 @@ impl RequestProcessor for BrokerProcessor {
             request::GET_ALL_TOPIC_CONFIG => admin::all_topic_config(a),
             request::GET_TOPIC_CONFIG => admin::topic_config(a, &req),
             request::GET_BROKER_RUNTIME_INFO => admin::runtime_info(a),
-            request::GET_BROKER_CONFIG => admin::broker_config(a),
+            request::GET_BROKER_CONFIG => config_admin::broker_config(a),
+            request::UPDATE_BROKER_CONFIG => config_admin::update_broker_config(a, &req).await,
             request::GET_TOPIC_STATS_INFO => admin::topic_stats(a, &req),
             request::GET_CONSUME_STATS => admin::consume_stats(a, &req),
             request::GET_CONSUMER_CONNECTION_LIST => admin::consumer_connections(a, &req),
@@ -135,6 +138,9 @@ impl RequestProcessor for BrokerProcessor {
             request::GET_PRODUCER_CONNECTION_LIST => {
                 connections_admin::producer_connections(a, &req)
             }
+            request::CLONE_GROUP_OFFSET => queue_admin::clone_group_offset(a, &req),
+            request::QUERY_CONSUME_QUEUE => queue_admin::query_consume_queue(a, &req),
+            request::QUERY_TOPIC_CONSUME_BY_WHO => queue_admin::topic_consume_by_who(a, &req),
             request::GET_CONSUMER_RUNNING_INFO => {
                 connections_admin::consumer_running_info(a, &req).await
             }

@@ -17,6 +17,7 @@ use crate::clients::registry::ClientManager;
 use crate::clients::waiters::PullWaiters;
 use crate::config::BrokerConfig;
 use crate::filter::FilterCache;
+use crate::live_config::LiveBrokerConfig;
 use crate::metadata::groups::SubscriptionGroupManager;
 use crate::metadata::offsets::ConsumerOffsetManager;
 use crate::metadata::topics::TopicConfigManager;
@@ -36,6 +37,8 @@ pub struct BrokerStats {
     pub put_failures: AtomicU64,
     /// Pulls answered without messages (Java `getMessageTimesTotalMiss`).
     pub get_misses: AtomicU64,
+    /// Messages pulled by each consumer group from each topic.
+    pub group_gets: crate::group_stats::GroupGetStats,
 }
 
 impl BrokerStats {
@@ -49,6 +52,7 @@ impl BrokerStats {
 #[derive(Debug, Clone)]
 pub struct SendPath {
     pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) live: Arc<LiveBrokerConfig>,
     pub(crate) store: Arc<MessageStore>,
     pub(crate) writer: MessageWriter,
     pub(crate) topics: Arc<TopicConfigManager>,
@@ -65,6 +69,7 @@ pub struct SendPath {
 #[derive(Debug, Clone)]
 pub struct PullPath {
     pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) live: Arc<LiveBrokerConfig>,
     pub(crate) store: Arc<MessageStore>,
     pub(crate) replication: Arc<Replication>,
     pub(crate) topics: Arc<TopicConfigManager>,
@@ -82,6 +87,7 @@ pub struct PullPath {
 #[derive(Debug, Clone)]
 pub struct ClientPath {
     pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) live: Arc<LiveBrokerConfig>,
     pub(crate) store: Arc<MessageStore>,
     pub(crate) replication: Arc<Replication>,
     pub(crate) topics: Arc<TopicConfigManager>,
@@ -96,6 +102,7 @@ pub struct ClientPath {
 #[derive(Debug, Clone)]
 pub struct AdminPath {
     pub(crate) config: Arc<BrokerConfig>,
+    pub(crate) live: Arc<LiveBrokerConfig>,
     pub(crate) store: Arc<MessageStore>,
     pub(crate) replication: Arc<Replication>,
     pub(crate) topics: Arc<TopicConfigManager>,
@@ -123,7 +130,7 @@ pub struct ReplyPath {
 impl ClientPath {
     /// Tells every member of a consumer group that the membership changed.
     pub fn notify_consumer_ids_changed(&self, group: &str) {
-        if !self.config.notify_consumer_ids_changed_enable {
+        if !self.live.notify_consumer_ids_changed_enable() {
             return;
         }
         if let Some(g) = self.groups.get(group)

@@ -78,7 +78,7 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
     let h = PullMessageRequestHeader::from_ext(&req.ext_fields).map_err(super::bad_header)?;
     super::checks::group(&h.consumer_group)?;
     super::checks::any_topic(&h.topic)?;
-    if !perm::is_readable(p.config.broker_permission) {
+    if !perm::is_readable(p.live.broker_permission()) {
         return Err(error(
             response::NO_PERMISSION,
             format!(
@@ -89,7 +89,7 @@ fn plan_pull(p: &PullPath, req: &RemotingCommand) -> Result<PullPlan, RemotingCo
     }
     let g = p
         .groups
-        .get_or_create(&h.consumer_group, p.config.auto_create_subscription_group)
+        .get_or_create(&h.consumer_group, p.live.auto_create_subscription_group())
         .map_err(|e| error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string()))?;
     if !g.consume_enable {
         return Err(error(
@@ -182,13 +182,13 @@ pub async fn pull(p: &PullPath, req: &RemotingCommand) -> RemotingCommand {
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
     let suspend = h.sys_flag & pull_flag::SUSPEND != 0;
-    let hold = if p.config.long_polling_enable {
+    let hold = if p.live.long_polling_enable() {
         // A client may ask to be held for as long as it likes; the broker
         // holds no longer than its own limit.
         Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
-            .min(p.config.max_long_polling_suspend)
+            .min(p.live.max_long_polling_suspend())
     } else {
-        p.config.short_polling_time_mills
+        p.live.short_polling_time()
     };
     let deadline = Instant::now() + hold;
     let notify = p.waiters.notify_for(&h.topic, h.queue_id);
@@ -259,7 +259,7 @@ fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingComman
             response::PULL_OFFSET_MOVED
         }
     };
-    let mut suggest = if p.config.slave_read_enable {
+    let mut suggest = if p.live.slave_read_enable() {
         if r.suggest_pulling_from_slave {
             plan.which_broker_when_slow
         } else {
@@ -276,7 +276,7 @@ fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingComman
     {
         code = response::PULL_RETRY_IMMEDIATELY;
     }
-    if !p.replication.is_writable() && !p.config.slave_read_enable {
+    if !p.replication.is_writable() && !p.live.slave_read_enable() {
         suggest = 0;
     }
     let header = PullMessageResponseHeader {
@@ -295,6 +295,9 @@ fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingComman
         p.stats
             .get_messages
             .fetch_add(r.messages.len() as u64, Ordering::Relaxed);
+        p.stats
+            .group_gets
+            .add(&h.consumer_group, &h.topic, r.messages.len() as u64);
         p.stats
             .get_bytes
             .fetch_add(r.buffer_total_size as u64, Ordering::Relaxed);

@@ -58,7 +58,7 @@ pub(super) async fn check_send(
             ),
         ));
     }
-    if !perm::is_writeable(p.config.broker_permission) {
+    if !perm::is_writeable(p.live.broker_permission()) {
         return Err(error(
             response::NO_PERMISSION,
             format!(
@@ -76,12 +76,12 @@ pub(super) async fn check_send(
             format!("sending message to topic[{}] is forbidden", h.topic),
         ));
     }
-    if body_len > p.config.max_message_size {
+    if body_len > p.live.max_message_size() {
         return Err(error(
             response::MESSAGE_ILLEGAL,
             format!(
                 "the message body size {body_len} is over the limit {}",
-                p.config.max_message_size
+                p.live.max_message_size()
             ),
         ));
     }
@@ -136,7 +136,7 @@ async fn auto_create_topic(
                 &h.default_topic
             },
             h.default_topic_queue_nums.max(1),
-            p.config.auto_create_topic_enable,
+            p.live.auto_create_topic_enable(),
         )
     };
     let change = created.map_err(|e| match e {
@@ -262,7 +262,7 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
     };
     let raw_props = h.properties.as_deref().unwrap_or("").as_bytes();
     let prepared = is_half_message(raw_props, h.reconsume_times.unwrap_or(0));
-    if prepared && p.config.reject_transaction_message {
+    if prepared && p.live.reject_transaction_message() {
         return error(
             response::NO_PERMISSION,
             format!(
@@ -481,13 +481,13 @@ fn decode_batch(
             "a batch cannot be sent to a retry topic",
         ));
     }
-    if body.len() > p.config.max_message_size {
+    if body.len() > p.live.max_message_size() {
         return Err(error(
             response::MESSAGE_ILLEGAL,
             format!(
                 "the batch body size {} is over the limit {}",
                 body.len(),
-                p.config.max_message_size
+                p.live.max_message_size()
             ),
         ));
     }
@@ -603,7 +603,7 @@ pub async fn send_back(p: &SendPath, channel: &Channel, req: &RemotingCommand) -
     }
     let g = match p
         .groups
-        .get_or_create(&h.group, p.config.auto_create_subscription_group)
+        .get_or_create(&h.group, p.live.auto_create_subscription_group())
     {
         Ok(g) => g,
         Err(e) => return error(response::SUBSCRIPTION_GROUP_NOT_EXIST, e.to_string()),

@@ -53,3 +53,59 @@ header! {
         producer_group: String = "producerGroup",
     }
 }
+
+header! {
+    /// PUT_KV_CONFIG (100) request, to a NameServer.
+    pub struct PutKvConfigRequestHeader {
+        namespace: String = "namespace",
+        key: String = "key",
+        value: String = "value",
+    }
+}
+
+header! {
+    /// GET_KV_CONFIG (101) and DELETE_KV_CONFIG (102) requests, to a
+    /// NameServer (Java's two classes hold the same fields).
+    pub struct KvConfigKeyRequestHeader {
+        namespace: String = "namespace",
+        key: String = "key",
+    }
+}
+
+header! {
+    /// GET_KV_CONFIG (101) response.
+    pub struct GetKvConfigResponseHeader {
+        value: Option<String> = "value",
+    }
+}
+
+header! {
+    /// GET_KVLIST_BY_NAMESPACE (219) request, to a NameServer.
+    pub struct GetKvListByNamespaceRequestHeader {
+        namespace: String = "namespace",
+    }
+}
+
+header! {
+    /// CLONE_GROUP_OFFSET (314) request: copy `srcGroup`'s offsets on
+    /// `topic` (or, without one, on every topic it has) to `destGroup`.
+    pub struct CloneGroupOffsetRequestHeader {
+        src_group: String = "srcGroup",
+        dest_group: String = "destGroup",
+        topic: Option<String> = "topic",
+        offline: bool = "offline",
+    }
+}
+
+header! {
+    /// QUERY_CONSUME_QUEUE (321) request: `count` ConsumeQueue units of
+    /// one queue from `index`, evaluated against `consumerGroup`'s
+    /// subscription.
+    pub struct QueryConsumeQueueRequestHeader {
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        index: i64 = "index",
+        count: i32 = "count",
+        consumer_group: String = "consumerGroup",
+    }
+}

@@ -13,8 +13,10 @@ mod send;
 
 pub use admin::{
     AddWritePermOfBrokerRequestHeader, AddWritePermOfBrokerResponseHeader,
-    GetProducerConnectionListRequestHeader, ResetOffsetRequestHeader,
-    WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
+    CloneGroupOffsetRequestHeader, GetKvConfigResponseHeader, GetKvListByNamespaceRequestHeader,
+    GetProducerConnectionListRequestHeader, KvConfigKeyRequestHeader, PutKvConfigRequestHeader,
+    QueryConsumeQueueRequestHeader, ResetOffsetRequestHeader, WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 };
 pub use send::{SendMessageRequestHeader, SendMessageResponseHeader, batch_flag};
 
