@@ -18,6 +18,7 @@ use basalt_client::{
     PushConsumer, PushOptions, SendStatus, TopicConfig,
 };
 use parking_lot::Mutex;
+use procs::ledger_group::{check_ledgers_identical, check_queue_order};
 use procs::{Proc, eventually, free_port, free_port_pair, write_conf};
 
 const TOPIC: &str = "LedgerFailover";
@@ -307,48 +308,7 @@ async fn ledger_group_fails_over_after_kill9_and_loses_nothing() {
     for b in brokers.iter_mut() {
         b.stop();
     }
-    let reports: Vec<_> = (0..3)
-        .map(|i| {
-            let dir = work
-                .path()
-                .join(format!("store{i}"))
-                .join(format!("dledger-n{i}"));
-            (dir.clone(), basalt_ledger::check_ledger_dir(&dir).unwrap())
-        })
-        .collect();
-    for (dir, r) in &reports {
-        assert!(r.is_ok(), "{}: {r}", dir.display());
-    }
-    let (end, last) = (reports[0].1.end_pos, reports[0].1.last_index);
-    for (dir, r) in &reports {
-        assert_eq!(
-            (r.end_pos, r.last_index),
-            (end, last),
-            "{} differs",
-            dir.display()
-        );
-    }
-    let data = |dir: &std::path::Path| {
-        let mut files: Vec<_> = std::fs::read_dir(dir.join("data"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        let mut out = Vec::new();
-        for f in files {
-            out.extend(std::fs::read(f).unwrap());
-        }
-        out.truncate(end as usize);
-        out
-    };
-    let first = data(&reports[0].0);
-    for (dir, _) in &reports[1..] {
-        assert!(
-            data(dir) == first,
-            "ledger data of {} differs",
-            dir.display()
-        );
-    }
+    check_ledgers_identical(work.path(), 3);
     // The operator's check passes on every member (its queues match its
     // ledger), and nothing was logged at ERROR level.
     for i in 0..3 {
@@ -392,26 +352,4 @@ async fn master_other_than(admin: &Admin, not: &str) -> String {
     })
     .await;
     addr
-}
-
-/// Per queue, queue offsets follow the order of sending, without gaps.
-fn check_queue_order(received: &HashMap<u64, Vec<(i32, i64)>>) {
-    let mut by_queue: BTreeMap<i32, Vec<(i64, u64)>> = BTreeMap::new();
-    for (id, got) in received {
-        by_queue.entry(got[0].0).or_default().push((got[0].1, *id));
-    }
-    for (q, mut v) in by_queue {
-        v.sort();
-        for w in v.windows(2) {
-            assert!(
-                w[0].1 < w[1].1,
-                "queue {q}: id {} at offset {} after id {} at {}",
-                w[1].1,
-                w[1].0,
-                w[0].1,
-                w[0].0
-            );
-            assert_eq!(w[1].0, w[0].0 + 1, "queue {q}: offsets without gaps");
-        }
-    }
 }

@@ -34,6 +34,7 @@ use basalt_client::{
     PushConsumer, PushOptions, SendStatus, TopicConfig,
 };
 use parking_lot::Mutex;
+use procs::ledger_group::{check_ledgers_identical, check_queue_order};
 use procs::link_proxy::{LinkMode, LinkProxy};
 use procs::{Proc, eventually, free_port, free_port_pair, write_conf};
 
@@ -72,9 +73,9 @@ impl FaultyGroup {
         let broker_ports: Vec<u16> = (0..MEMBERS).map(|_| free_port_pair()).collect();
         let mut links = BTreeMap::new();
         for from in 0..MEMBERS {
-            for to in 0..MEMBERS {
+            for (to, port) in ledger_ports.iter().enumerate() {
                 if from != to {
-                    let target: SocketAddr = ([127, 0, 0, 1], ledger_ports[to]).into();
+                    let target: SocketAddr = ([127, 0, 0, 1], *port).into();
                     links.insert((from, to), LinkProxy::start(target).await);
                 }
             }
@@ -383,7 +384,7 @@ async fn ledger_group_survives_partitions_pauses_and_crashes() {
     for b in g.brokers.iter_mut() {
         b.stop();
     }
-    check_ledgers_identical(&g);
+    check_ledgers_identical(&g.work, MEMBERS);
     for (i, b) in g.brokers.iter().enumerate() {
         let store = g.work.join(format!("store{i}"));
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
@@ -422,26 +423,6 @@ fn consumer(ns: &str, group: &str, into: Arc<Mutex<Deliveries>>) -> PushConsumer
     c
 }
 
-/// Per queue, offsets follow the order of sending, without gaps.
-fn check_queue_order(received: &Deliveries) {
-    let mut by_queue: BTreeMap<i32, Vec<(i64, u64)>> = BTreeMap::new();
-    for (id, got) in received {
-        by_queue.entry(got[0].0).or_default().push((got[0].1, *id));
-    }
-    for (q, mut v) in by_queue {
-        v.sort();
-        for w in v.windows(2) {
-            assert!(
-                w[0].1 < w[1].1,
-                "queue {q}: id {} after id {}",
-                w[1].1,
-                w[0].1
-            );
-            assert_eq!(w[1].0, w[0].0 + 1, "queue {q}: offsets without gaps");
-        }
-    }
-}
-
 /// Waits until the three members have the same ledger end, all committed.
 async fn converge(g: &FaultyGroup, admin: &Admin) {
     let mut last = Vec::new();
@@ -473,45 +454,4 @@ async fn converge(g: &FaultyGroup, admin: &Admin) {
         done.is_ok(),
         "members did not converge: (end, committed) = {last:?}"
     );
-}
-
-/// After a clean stop, the three ledgers hold the same bytes up to their end.
-fn check_ledgers_identical(g: &FaultyGroup) {
-    let dirs: Vec<PathBuf> = (0..MEMBERS)
-        .map(|i| {
-            g.work
-                .join(format!("store{i}"))
-                .join(format!("dledger-n{i}"))
-        })
-        .collect();
-    let reports: Vec<_> = dirs
-        .iter()
-        .map(|d| basalt_ledger::check_ledger_dir(d).unwrap())
-        .collect();
-    for (d, r) in dirs.iter().zip(&reports) {
-        assert!(r.is_ok(), "{}: {r}", d.display());
-        assert_eq!(
-            (r.end_pos, r.last_index),
-            (reports[0].end_pos, reports[0].last_index),
-            "{} ends elsewhere",
-            d.display()
-        );
-    }
-    let data = |dir: &PathBuf| {
-        let mut files: Vec<_> = std::fs::read_dir(dir.join("data"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        let mut out = Vec::new();
-        for f in files {
-            out.extend(std::fs::read(f).unwrap());
-        }
-        out.truncate(reports[0].end_pos as usize);
-        out
-    };
-    let first = data(&dirs[0]);
-    for d in &dirs[1..] {
-        assert!(data(d) == first, "ledger data of {} differs", d.display());
-    }
 }

@@ -125,3 +125,65 @@ impl LedgerGroup {
         self.brokers[i].kill9();
     }
 }
+
+/// Per queue, the queue offsets of `received` (message id -> every
+/// `(queue id, queue offset)` it was delivered at; ids grow in send order)
+/// follow the order of sending, without gaps.
+pub fn check_queue_order(received: &std::collections::HashMap<u64, Vec<(i32, i64)>>) {
+    let mut by_queue: std::collections::BTreeMap<i32, Vec<(i64, u64)>> = Default::default();
+    for (id, got) in received {
+        by_queue.entry(got[0].0).or_default().push((got[0].1, *id));
+    }
+    for (q, mut v) in by_queue {
+        v.sort();
+        for w in v.windows(2) {
+            assert!(
+                w[0].1 < w[1].1,
+                "queue {q}: id {} at offset {} after id {} at {}",
+                w[1].1,
+                w[1].0,
+                w[0].1,
+                w[0].0
+            );
+            assert_eq!(w[1].0, w[0].0 + 1, "queue {q}: offsets without gaps");
+        }
+    }
+}
+
+/// After a clean stop, the ledgers of members `store{i}/dledger-n{i}` under
+/// `work` pass their check and hold the same bytes up to the same end.
+pub fn check_ledgers_identical(work: &Path, members: usize) {
+    let dirs: Vec<std::path::PathBuf> = (0..members)
+        .map(|i| work.join(format!("store{i}")).join(format!("dledger-n{i}")))
+        .collect();
+    let reports: Vec<_> = dirs
+        .iter()
+        .map(|d| basalt_ledger::check_ledger_dir(d).unwrap())
+        .collect();
+    for (d, r) in dirs.iter().zip(&reports) {
+        assert!(r.is_ok(), "{}: {r}", d.display());
+        assert_eq!(
+            (r.end_pos, r.last_index),
+            (reports[0].end_pos, reports[0].last_index),
+            "{} ends elsewhere",
+            d.display()
+        );
+    }
+    let data = |dir: &Path| {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            out.extend(std::fs::read(f).unwrap());
+        }
+        out.truncate(reports[0].end_pos as usize);
+        out
+    };
+    let first = data(&dirs[0]);
+    for d in &dirs[1..] {
+        assert!(data(d) == first, "ledger data of {} differs", d.display());
+    }
+}
