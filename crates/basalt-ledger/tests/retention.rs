@@ -69,7 +69,8 @@ async fn leader(nodes: &[&LedgerHandle]) -> usize {
 }
 
 /// Appends `n` bodies of ~500 bytes through the leader of `nodes`,
-/// retrying refusals.
+/// retrying refusals and unknown outcomes (a leader change under load: the
+/// body may be stored twice, which this test does not mind).
 async fn append_many(nodes: &[&LedgerHandle], n: usize) {
     let mut k = 0;
     while k < n {
@@ -79,7 +80,10 @@ async fn append_many(nodes: &[&LedgerHandle], n: usize) {
         match h.append(vec![b], |_| {}).await {
             Ok(_) => k += 1,
             Err(
-                LedgerError::NotLeader { .. } | LedgerError::Transferring | LedgerError::Timeout,
+                LedgerError::NotLeader { .. }
+                | LedgerError::Transferring
+                | LedgerError::Timeout
+                | LedgerError::LeadershipLost,
             ) => tokio::time::sleep(Duration::from_millis(20)).await,
             Err(e) => panic!("append failed: {e}"),
         }
