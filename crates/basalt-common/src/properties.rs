@@ -140,6 +140,21 @@ pub fn find<'a>(bytes: &'a [u8], name: &str) -> Option<&'a [u8]> {
     found
 }
 
+/// The value of each of `names` (the last one, if repeated), found in one
+/// pass over the string. A send looks up a dozen names; calling [`find`]
+/// for each scanned the string a dozen times.
+pub fn find_each<'a, const N: usize>(bytes: &'a [u8], names: [&str; N]) -> [Option<&'a [u8]>; N] {
+    let mut found = [None; N];
+    for (k, v) in iter(bytes) {
+        for (slot, name) in found.iter_mut().zip(names) {
+            if k == name.as_bytes() {
+                *slot = Some(v);
+            }
+        }
+    }
+    found
+}
+
 /// Re-encodes a property string without the given names (and without
 /// malformed segments).
 pub fn without(bytes: &[u8], names: &[&str]) -> Vec<u8> {
@@ -246,6 +261,19 @@ mod tests {
             prop_assert_eq!(Properties::decode(&encoded), props.clone());
             for (k, v) in props.iter() {
                 prop_assert_eq!(find(&encoded, k), Some(v.as_bytes()));
+            }
+        }
+
+        /// One pass finds what one `find` per name finds, on any bytes
+        /// (malformed segments and repeated names included).
+        #[test]
+        fn find_each_agrees_with_find(
+            raw in proptest::collection::vec(prop_oneof![Just(1u8), Just(2u8), Just(b'K'), Just(b'L'), any::<u8>()], 0..64),
+        ) {
+            let names = ["K", "L", "KL", "missing"];
+            let found = find_each(&raw, names);
+            for (name, got) in names.iter().zip(found) {
+                prop_assert_eq!(got, find(&raw, name));
             }
         }
     }

@@ -18,6 +18,7 @@ mod pull;
 mod queue_admin;
 mod reply;
 mod send;
+mod send_properties;
 mod transaction;
 
 use std::sync::Arc;

@@ -16,9 +16,10 @@ use rand::Rng;
 
 use super::error;
 use super::paths::SendPath;
+use super::send_properties::{SendProperties, wait_value_ok};
 use crate::metadata::formats::{TagMode, TopicSettings};
 use crate::metadata::topics::TopicCreateError;
-use crate::schedule::timers::admission::{self as timers, TimerDecision};
+use crate::schedule::timers::admission::{self as timers, TimerDecision, TimerProperties};
 use basalt_common::time::now_millis;
 
 /// A group's retry or dead-letter topic, created (read-write) if missing.
@@ -154,15 +155,19 @@ async fn auto_create_topic(
 /// A client's `__CRC32#` property is dropped: only the store writes that
 /// trailer, and a forged one would make the record fail its own check.
 pub(super) fn broker_properties(p: &SendPath, raw: &[u8]) -> Vec<u8> {
-    let mut props = if properties::find(raw, property::CRC32).is_some() {
+    let [crc, uniq, cluster] = properties::find_each(
+        raw,
+        [property::CRC32, property::UNIQ_KEY, property::CLUSTER],
+    );
+    let mut props = if crc.is_some() {
         properties::without(raw, &[property::CRC32])
     } else {
         raw.to_vec()
     };
-    if properties::find(raw, property::UNIQ_KEY).is_none() {
+    if uniq.is_none() {
         properties::append(&mut props, property::UNIQ_KEY, &p.uniq.next_key());
     }
-    if properties::find(raw, property::CLUSTER).is_none() {
+    if cluster.is_none() {
         properties::append(&mut props, property::CLUSTER, &p.config.broker_cluster_name);
     }
     props
@@ -227,9 +232,7 @@ pub(super) fn response_for(
 
 /// Whether the producer asked to wait for durability (`WAIT`, default true).
 pub(super) fn wait_store_msg_ok(props: &[u8]) -> bool {
-    properties::find(props, property::WAIT)
-        .map(|v| !v.eq_ignore_ascii_case(b"false"))
-        .unwrap_or(true)
+    wait_value_ok(properties::find(props, property::WAIT))
 }
 
 /// Where a single send is stored and with which properties, as the routing
@@ -238,6 +241,8 @@ struct SendDestination {
     topic: String,
     queue_id: i32,
     props: Vec<u8>,
+    /// The `DELAY` level still in `props` (0 once a routing step removed it).
+    delay_level: i32,
 }
 
 /// Handles the send codes.
@@ -261,7 +266,8 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
         Err(resp) => return resp,
     };
     let raw_props = h.properties.as_deref().unwrap_or("").as_bytes();
-    let prepared = is_half_message(raw_props, h.reconsume_times.unwrap_or(0));
+    let scanned = SendProperties::scan(raw_props);
+    let prepared = scanned.is_half_message(h.reconsume_times.unwrap_or(0));
     if prepared && p.live.reject_transaction_message() {
         return error(
             response::NO_PERMISSION,
@@ -275,12 +281,13 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
         topic: h.topic.clone(),
         queue_id,
         props: broker_properties(p, raw_props),
+        delay_level: scanned.delay_level(),
     };
     if let Err(resp) = route_exhausted_retry(p, &h, &mut dest).await {
         return resp;
     }
     let transaction_id = prepared.then(|| route_half(&mut dest)).flatten();
-    if let Err(resp) = route_delay_or_timer(p, &h, &mut dest) {
+    if let Err(resp) = route_delay_or_timer(p, &h, &mut dest, &scanned.timer) {
         return resp;
     }
     let draft = RecordDraft {
@@ -296,7 +303,8 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
         body: &req.body,
         properties: &dest.props,
     };
-    let r = p.writer.put(&[draft], wait_store_msg_ok(&dest.props)).await;
+    // No routing step changes `WAIT`.
+    let r = p.writer.put(&[draft], scanned.wait_store_msg_ok()).await;
     // The response names the queue the send was for, before any DLQ or
     // delay rewrite, as in Java.
     response_for(p, &r, queue_id, transaction_id)
@@ -322,6 +330,7 @@ async fn route_exhausted_retry(
         let dlq = basalt_common::topic::dlq_topic(group);
         ensure_group_topic(p, &dlq, 1).await?;
         dest.props = properties::without(&dest.props, &[property::DELAY]);
+        dest.delay_level = 0;
         dest.topic = dlq;
         dest.queue_id = 0;
     }
@@ -333,6 +342,7 @@ async fn route_exhausted_retry(
 /// transaction id (the message's unique key).
 fn route_half(dest: &mut SendDestination) -> Option<String> {
     dest.props = properties::without(&dest.props, &[property::DELAY]);
+    dest.delay_level = 0;
     let txid = properties::find(&dest.props, property::UNIQ_KEY)
         .map(|u| String::from_utf8_lossy(u).into_owned());
     dest.props =
@@ -344,19 +354,18 @@ fn route_half(dest: &mut SendDestination) -> Option<String> {
 
 /// A delay level sends the message through the schedule topic; a timer
 /// property through the timer topic. A delay level wins over a timer, as in
-/// RocketMQ (only normal and committed messages are scheduled).
+/// RocketMQ (only normal and committed messages are scheduled). `timer` is
+/// the client's timer properties; no earlier routing step changes them.
 fn route_delay_or_timer(
     p: &SendPath,
     h: &SendMessageRequestHeader,
     dest: &mut SendDestination,
+    timer: &TimerProperties<'_>,
 ) -> Result<(), RemotingCommand> {
-    let delay_level = properties::find(&dest.props, property::DELAY)
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .unwrap_or(0);
+    let delay_level = dest.delay_level;
     if delay_level <= 0 {
         if sysflag::is_consumable(h.sys_flag) {
-            match timers::decide(&dest.props, now_millis(), &p.config) {
+            match timers::decide(timer, now_millis(), &p.config) {
                 Err(refused) => return Err(error(refused.code, refused.remark)),
                 Ok(TimerDecision::Timer { out_ms }) => {
                     dest.props = timers::timer_topic_properties(
@@ -373,7 +382,7 @@ fn route_delay_or_timer(
         }
         return Ok(());
     }
-    let mut props = if timers::has_timer_property(&dest.props) {
+    let mut props = if timer.any_requested() {
         timers::strip_timer_properties(&dest.props)
     } else {
         std::mem::take(&mut dest.props)
@@ -407,19 +416,6 @@ fn record_sys_flag(client_flag: i32, filter: TagMode, prepared: bool) -> i32 {
         );
     }
     sys_flag
-}
-
-/// Whether a send is a transaction's half message: `TRAN_MSG=true`, except
-/// (as RocketMQ does for clients before 4.6.1) a retried message that names
-/// a delay level.
-fn is_half_message(raw_props: &[u8], reconsume_times: i32) -> bool {
-    let tran = properties::find(raw_props, property::TRAN_MSG)
-        .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
-    let delayed = properties::find(raw_props, property::DELAY)
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .is_some_and(|d| d > 0);
-    tran && !(reconsume_times > 0 && delayed)
 }
 
 async fn send_batch(
@@ -508,8 +504,8 @@ fn batch_entry_properties(
     batch_props: &[u8],
     entries: &[basalt_common::batch::BatchEntry],
 ) -> Result<Vec<Vec<u8>>, RemotingCommand> {
-    if is_half_message(batch_props, 0) || entries.iter().any(|e| is_half_message(&e.properties, 0))
-    {
+    let is_half = |props: &[u8]| SendProperties::scan(props).is_half_message(0);
+    if is_half(batch_props) || entries.iter().any(|e| is_half(&e.properties)) {
         return Err(error(
             response::MESSAGE_ILLEGAL,
             "batch message does not support transaction",

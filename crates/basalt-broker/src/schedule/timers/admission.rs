@@ -55,11 +55,64 @@ fn illegal(cfg: &BrokerConfig) -> TimerRefusal {
     }
 }
 
+/// The timer properties of one message, read in one pass: what [`decide`]
+/// looks at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimerProperties<'a> {
+    /// `TIMER_OUT_MS` is set: a copy the timer already delivered.
+    pub delivered: bool,
+    /// The first of [`TIMER_PROPERTIES`] present, and its value.
+    pub requested: Option<(&'static str, &'a [u8])>,
+    /// `TIMER_DEL_UNIQKEY` is set (a cancellation, refused).
+    pub cancels: bool,
+}
+
+impl<'a> TimerProperties<'a> {
+    /// Scans an encoded property string once.
+    pub fn scan(props: &'a [u8]) -> Self {
+        let [out, sec, ms, deliver, start, del] = properties::find_each(
+            props,
+            [
+                property::TIMER_OUT_MS,
+                TIMER_PROPERTIES[0],
+                TIMER_PROPERTIES[1],
+                TIMER_PROPERTIES[2],
+                TIMER_PROPERTIES[3],
+                property::TIMER_DEL_UNIQKEY,
+            ],
+        );
+        Self::from_found(out, [sec, ms, deliver, start], del)
+    }
+
+    /// Builds the view from values found elsewhere (the send path finds
+    /// these names in its own single pass): `requested` holds the values of
+    /// [`TIMER_PROPERTIES`], in that order.
+    pub fn from_found(
+        timer_out_ms: Option<&'a [u8]>,
+        requested: [Option<&'a [u8]>; 4],
+        del_uniq_key: Option<&'a [u8]>,
+    ) -> Self {
+        TimerProperties {
+            delivered: timer_out_ms.is_some(),
+            requested: TIMER_PROPERTIES
+                .iter()
+                .zip(requested)
+                .find_map(|(k, v)| v.map(|v| (*k, v))),
+            cancels: del_uniq_key.is_some(),
+        }
+    }
+
+    /// Whether any of [`TIMER_PROPERTIES`] is present.
+    pub fn any_requested(&self) -> bool {
+        self.requested.is_some()
+    }
+}
+
 /// Whether any timer property is present.
 pub fn has_timer_property(props: &[u8]) -> bool {
-    TIMER_PROPERTIES
+    properties::find_each(props, TIMER_PROPERTIES)
         .iter()
-        .any(|k| properties::find(props, k).is_some())
+        .any(Option::is_some)
 }
 
 /// Removes the timer properties (a delay level wins over them).
@@ -67,24 +120,22 @@ pub fn strip_timer_properties(props: &[u8]) -> Vec<u8> {
     properties::without(props, &TIMER_PROPERTIES)
 }
 
-/// Decides what a message with these properties is, arriving at `now_ms`.
+/// Decides what a message with these timer properties is, arriving at
+/// `now_ms`.
 pub fn decide(
-    props: &[u8],
+    timer: &TimerProperties<'_>,
     now_ms: i64,
     cfg: &BrokerConfig,
 ) -> Result<TimerDecision, TimerRefusal> {
     // A copy the timer delivered keeps its properties; sent again it is an
     // ordinary message (RocketMQ's "double check").
-    if properties::find(props, property::TIMER_OUT_MS).is_some() {
+    if timer.delivered {
         return Ok(TimerDecision::NotTimer);
     }
-    let Some((key, raw)) = TIMER_PROPERTIES
-        .iter()
-        .find_map(|k| properties::find(props, k).map(|v| (*k, v)))
-    else {
+    let Some((key, raw)) = timer.requested else {
         return Ok(TimerDecision::NotTimer);
     };
-    if properties::find(props, property::TIMER_DEL_UNIQKEY).is_some() {
+    if timer.cancels {
         return Err(TimerRefusal {
             code: response::MESSAGE_ILLEGAL,
             remark:
@@ -153,7 +204,7 @@ mod tests {
     #[test]
     fn each_property_gives_a_rounded_slot() {
         let c = BrokerConfig::default();
-        let d = |p: &[(&str, &str)]| decide(&props(p), NOW, &c);
+        let d = |p: &[(&str, &str)]| decide(&TimerProperties::scan(&props(p)), NOW, &c);
         // +2 s from 300 ms past the second: slot 1_700_000_002_000.
         assert_eq!(
             d(&[("TIMER_DELAY_SEC", "2")]),
@@ -192,7 +243,7 @@ mod tests {
     #[test]
     fn past_times_are_ordinary_and_too_far_is_refused() {
         let c = BrokerConfig::default();
-        let d = |p: &[(&str, &str)]| decide(&props(p), NOW, &c);
+        let d = |p: &[(&str, &str)]| decide(&TimerProperties::scan(&props(p)), NOW, &c);
         assert_eq!(d(&[]), Ok(TimerDecision::NotTimer));
         assert_eq!(d(&[("TIMER_DELIVER_MS", "5")]), Ok(TimerDecision::DueNow));
         assert_eq!(d(&[("TIMER_DELAY_SEC", "-3")]), Ok(TimerDecision::DueNow));
@@ -217,7 +268,12 @@ mod tests {
             timer_wheel_enable: false,
             ..BrokerConfig::default()
         };
-        let e = decide(&props(&[("TIMER_DELAY_SEC", "5")]), NOW, &off).unwrap_err();
+        let e = decide(
+            &TimerProperties::scan(&props(&[("TIMER_DELAY_SEC", "5")])),
+            NOW,
+            &off,
+        )
+        .unwrap_err();
         assert_eq!(e.code, response::SYSTEM_ERROR);
     }
 
