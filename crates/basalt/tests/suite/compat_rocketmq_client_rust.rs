@@ -22,10 +22,9 @@
 //! COMPAT_CLIENT_LOG=<filter> shows the client's own logs;
 //! BASALT_TEST_LOG_DIR=<dir> keeps the brokers' logs.
 
-#![recursion_limit = "256"]
 
-mod rmq_client;
-mod standalone;
+use crate::rmq_client;
+use crate::standalone;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};

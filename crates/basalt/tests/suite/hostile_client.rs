@@ -10,8 +10,8 @@
 //! and grew without bound, the checksum case left a store that refused to
 //! open, and the unplaceable record stopped dispatch for every topic.
 
-mod raw;
-mod standalone;
+use crate::raw;
+use crate::standalone;
 
 use std::time::{Duration, Instant};
 

@@ -13,8 +13,8 @@
 //! Each test keeps its image's mount for its own life only: the guard unmounts
 //! and removes it, also when the test fails.
 
-mod procs;
-mod standalone;
+use crate::procs;
+use crate::standalone;
 
 use std::collections::HashMap;
 use std::fs::File;

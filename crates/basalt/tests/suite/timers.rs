@@ -7,7 +7,7 @@
 //! delay too far is refused; delay levels still work; `basalt admin timers`
 //! shows the backlog.
 
-mod procs;
+use crate::procs;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! takes sends; a delay level configured to 2 s (the default level 2 is 5 s)
 //! is honoured.
 
-mod procs;
+use crate::procs;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! others keep being served. Figures are checked to their order of
 //! magnitude only; docs/benchmarks.md has the measured ones.
 
-mod standalone;
+use crate::standalone;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

@@ -17,10 +17,9 @@
 //!
 //! COMPAT_CLIENT_LOG=<filter> shows the client's own logs.
 
-#![recursion_limit = "256"]
 
-mod rmq_client;
-mod standalone;
+use crate::rmq_client;
+use crate::standalone;
 
 use std::collections::HashSet;
 use std::sync::Arc;

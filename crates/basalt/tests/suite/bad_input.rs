@@ -4,8 +4,8 @@
 //! never crash, shut down cleanly, and leave a store that `basalt store
 //! check` accepts.
 
-mod raw;
-mod standalone;
+use crate::raw;
+use crate::standalone;
 
 use std::net::Shutdown;
 use std::time::Duration;

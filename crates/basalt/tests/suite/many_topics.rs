@@ -7,8 +7,8 @@
 //! in full at start: tens of GB of zero-filled page cache for a few MB of
 //! units.)
 
-mod raw;
-mod standalone;
+use crate::raw;
+use crate::standalone;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! 2. `reset-offset` moves a running push consumer back to a point in time
 //!    and it consumes again from there.
 
-mod standalone;
+use crate::standalone;
 
 use std::process::Command;
 use std::sync::{Arc, Mutex};

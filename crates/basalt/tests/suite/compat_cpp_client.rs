@@ -22,9 +22,9 @@
 //! The suite skips (printing why) when the client cannot be installed
 //! here; `BASALT_CPP_CLIENT_VENV` names a prepared virtual environment.
 
-mod cpp_client;
-mod raw;
-mod standalone;
+use crate::cpp_client;
+use crate::raw;
+use crate::standalone;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

@@ -8,7 +8,7 @@
 //!    `clone-offset` (314) and `consume-queue` (321) with a producer and a
 //!    push consumer running.
 
-mod standalone;
+use crate::standalone;
 
 use std::process::{Command, Output};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! the slave; slaves catch up from zero and from where they stopped; the
 //! CommitLogs end byte-identical.
 
-mod procs;
+use crate::procs;
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! three ledgers end identical, `basalt store check` passes on every member,
 //! and no member logged an ERROR.
 
-mod procs;
+use crate::procs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -19,11 +19,10 @@
 //! COMPAT_CLIENT_LOG=<filter> shows the client's logs; BASALT_TEST_LOG_DIR
 //! keeps the brokers' logs.
 
-#![recursion_limit = "256"]
 
-mod procs;
-mod rmq_client;
-mod standalone;
+use crate::procs;
+use crate::rmq_client;
+use crate::standalone;
 
 use std::any::Any;
 use std::collections::HashMap;

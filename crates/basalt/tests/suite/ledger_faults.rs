@@ -20,7 +20,7 @@
 //! `BASALT_LEDGER_FAULT_CYCLES` sets the number of cycles (default 6, one of
 //! each kind; the long run in docs/ledger-protocol.md uses 24).
 
-mod procs;
+use crate::procs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;

@@ -1,0 +1,37 @@
+//! Basalt's process tests: real `basalt` processes on 127.0.0.1, driven by
+//! raw frames, the RocketMQ Rust client, the C++ client and the `basalt`
+//! tools.
+//!
+//! They are one test binary, not one per file: each file used to be its own
+//! binary, compiling and linking the shared helpers and the client
+//! libraries' generics again, which cost CI minutes. nextest still runs
+//! every test in its own process. A file's tests are named after it:
+//! `cargo nextest run -p basalt -E 'test(/^ledger_faults::/)'`, or
+//! `cargo test -p basalt --test suite ledger_faults::`.
+
+#![recursion_limit = "256"]
+
+// Helpers shared by the tests.
+mod cpp_client;
+mod procs;
+mod raw;
+mod rmq_client;
+mod standalone;
+
+mod admin_ops;
+mod admin_verbs;
+mod bad_input;
+mod compat_cpp_client;
+mod compat_rocketmq_client_rust;
+mod disk_full;
+mod ha_failover;
+mod hostile_client;
+mod idle_connections;
+mod ledger_failover;
+mod ledger_faults;
+mod ledger_ops;
+mod many_topics;
+mod sql92_rocketmq_client_rust;
+mod store_repair;
+mod timers;
+mod transactions;
