@@ -22,7 +22,6 @@
 //! COMPAT_CLIENT_LOG=<filter> shows the client's own logs;
 //! BASALT_TEST_LOG_DIR=<dir> keeps the brokers' logs.
 
-
 use crate::rmq_client;
 use crate::standalone;
 

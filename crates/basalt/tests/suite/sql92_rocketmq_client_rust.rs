@@ -17,7 +17,6 @@
 //!
 //! COMPAT_CLIENT_LOG=<filter> shows the client's own logs.
 
-
 use crate::rmq_client;
 use crate::standalone;
 

@@ -19,7 +19,6 @@
 //! COMPAT_CLIENT_LOG=<filter> shows the client's logs; BASALT_TEST_LOG_DIR
 //! keeps the brokers' logs.
 
-
 use crate::procs;
 use crate::rmq_client;
 use crate::standalone;
