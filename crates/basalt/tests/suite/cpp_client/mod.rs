@@ -136,6 +136,7 @@ impl ClientEnv {
     fn script(&self, name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests")
+            .join("suite")
             .join("cpp_client")
             .join(name)
     }
