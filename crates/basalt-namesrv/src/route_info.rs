@@ -204,6 +204,25 @@ impl RouteInfoManager {
         }
     }
 
+    /// REGISTER_TOPIC_IN_NAMESRV: adds or replaces the queue data of the
+    /// named broker groups for one topic, as a broker sends for a topic it
+    /// just created. Refused (nothing changes, `false`) when it is empty or
+    /// names a group with no registered broker, as Java ignores it then.
+    pub fn register_topic(&mut self, topic: &str, queue_datas: &[QueueData]) -> bool {
+        if queue_datas.is_empty()
+            || queue_datas
+                .iter()
+                .any(|q| !self.broker_addr_table.contains_key(&q.broker_name))
+        {
+            return false;
+        }
+        let queues = self.topic_queue_table.entry(topic.to_string()).or_default();
+        for qd in queue_datas {
+            queues.insert(qd.broker_name.clone(), qd.clone());
+        }
+        true
+    }
+
     /// Renews a broker's liveness without touching its topics.
     pub fn touch(&mut self, cluster_name: &str, broker_addr: &str, now_ms: i64) -> bool {
         let key = BrokerAddrKey {
