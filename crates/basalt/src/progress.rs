@@ -53,14 +53,12 @@ impl ProgressLine {
     fn draw(&self, done: u64) {
         let secs = self.started.elapsed().as_secs_f64().max(1e-3);
         let rate = done as f64 / secs;
-        let text = if self.total > 0 {
-            let pct = done.saturating_mul(100) / self.total;
-            format!(
+        let text = match done.saturating_mul(100).checked_div(self.total) {
+            Some(pct) => format!(
                 "{} {done}/{} ({pct}%) {rate:.0} msg/s",
                 self.verb, self.total
-            )
-        } else {
-            format!("{} {done} {rate:.0} msg/s", self.verb)
+            ),
+            None => format!("{} {done} {rate:.0} msg/s", self.verb),
         };
         let mut err = std::io::stderr().lock();
         // \r and "erase line": the next draw replaces this one.
