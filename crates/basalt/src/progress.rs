@@ -39,15 +39,23 @@ impl ProgressLine {
 
     /// Redraws with `done` if the last draw is old enough (or `done` is the total).
     pub fn update(&mut self, done: u64) {
-        if !self.enabled {
-            return;
-        }
-        let now = Instant::now();
-        let due = self.drawn.is_none_or(|t| now - t >= REDRAW);
-        if due || (self.total > 0 && done >= self.total) {
-            self.drawn = Some(now);
+        if self.due(done) {
             self.draw(done);
         }
+    }
+
+    /// Whether `done` is to be drawn now; if so, records the draw.
+    fn due(&mut self, done: u64) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        let now = Instant::now();
+        let stale = self.drawn.is_none_or(|t| now - t >= REDRAW);
+        if stale || (self.total > 0 && done >= self.total) {
+            self.drawn = Some(now);
+            return true;
+        }
+        false
     }
 
     fn draw(&self, done: u64) {
@@ -92,11 +100,8 @@ mod tests {
     #[test]
     fn redraws_are_rate_limited_but_the_last_is_drawn() {
         let mut p = ProgressLine::new(true, "sent", 3);
-        p.update(1);
-        let first = p.drawn;
-        p.update(2);
-        assert_eq!(p.drawn, first, "redrawn within {REDRAW:?}");
-        p.update(3);
-        assert_ne!(p.drawn, first, "the total is always drawn");
+        assert!(p.due(1), "the first count is drawn");
+        assert!(!p.due(2), "redrawn within {REDRAW:?}");
+        assert!(p.due(3), "the total is always drawn");
     }
 }
