@@ -18,7 +18,9 @@ For each start it prints the time from spawn to the ready line, the growth of
 the system's page cache (`Cached` in /proc/meminfo, which other processes on
 the machine also move) across the start, and the broker's VmRSS, RssAnon and
 RssFile right after the ready line; for the creation phase, the time and the
-RssAnon growth per created topic; and the ConsumeQueues' size on disk.
+RssAnon growth per created topic; and the ConsumeQueues' size on disk. Each
+start and the creation phase carry the 1-minute load average at their end
+(the machine may be shared with other work).
 Raises its own RLIMIT_NOFILE soft limit to the hard limit.
 """
 
@@ -142,6 +144,7 @@ class Broker:
         threading.Thread(target=self._drain, daemon=True).start()
         pid = self.proc.pid
         return {"start_s": elapsed,
+                "loadavg_1m": os.getloadavg()[0],
                 "cache_growth_mib": (cached_kib() - cache_before) / 1024,
                 "vmrss_mib": status_kib(pid, "VmRSS") / 1024,
                 "rss_anon_mib": status_kib(pid, "RssAnon") / 1024,
@@ -233,6 +236,7 @@ def main():
         took = time.monotonic() - t0
         anon1 = status_kib(b.proc.pid, "RssAnon")
         out["create_s"] = took
+        out["create_loadavg_1m"] = os.getloadavg()[0]
         out["create_ms_per_topic"] = took * 1000 / args.n
         out["rss_anon_after_create_mib"] = anon1 / 1024
         out["rss_anon_bytes_per_topic"] = (anon1 - anon0) * 1024 / args.n

@@ -1,6 +1,7 @@
 //! Broker settings with RocketMQ's `broker.conf` names, read from a Java
-//! `.properties` file or from TOML. Unknown keys are warned about; a value
-//! that does not parse is an error naming the key.
+//! `.properties` file or from TOML. Unknown keys are warned about with the
+//! closest known key ([`crate::config_keys`]); a value that does not parse
+//! is an error naming the key.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -486,8 +487,10 @@ impl BrokerConfig {
         // listenPort moves haListenPort unless haListenPort is given too.
         let explicit_ha = pairs.iter().any(|(k, _)| k == "haListenPort");
         for (k, v) in pairs {
-            if !self.set(k, v)? {
-                tracing::warn!(key = %k, "unknown configuration key ignored");
+            if !self.set(k, v)?
+                && let Some(w) = crate::config_keys::key_warning(k, "configuration")
+            {
+                tracing::warn!("{w}");
             }
         }
         if explicit_ha && let Some((_, v)) = pairs.iter().rev().find(|(k, _)| k == "haListenPort") {

@@ -73,6 +73,11 @@ impl BrokerConfig {
                 self.mapped_file_size_consume_queue.to_string(),
             ),
             ("fileReservedTime", self.file_reserved_time.to_string()),
+            (
+                "fileReservedTimeMillis",
+                self.file_reserved_time_millis.to_string(),
+            ),
+            ("cleanResourceInterval", ms(self.clean_resource_interval)),
             ("deleteWhen", self.delete_when.clone()),
             (
                 "diskMaxUsedSpaceRatio",

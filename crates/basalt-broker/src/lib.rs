@@ -1,7 +1,9 @@
 //! The Basalt broker: RocketMQ's request processors over the store.
 //!
 //! * [`config`] — broker.conf settings (properties or TOML); [`live_config`]
-//!   the few an operator may change while the broker runs;
+//!   the few an operator may change while the broker runs; [`config_keys`]
+//!   sorts keys into applied, ignored on purpose and unknown (with a
+//!   suggestion); [`config_layers`] records where each value came from;
 //! * [`broker`] — the running broker: its parts, registration, shutdown;
 //!   [`start`] brings one up;
 //! * [`replication`] — how messages are written and copied: standalone,
@@ -21,6 +23,8 @@
 pub mod broker;
 pub mod clients;
 pub mod config;
+pub mod config_keys;
+pub mod config_layers;
 mod config_properties;
 pub mod filter;
 pub mod group_stats;

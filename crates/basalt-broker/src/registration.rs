@@ -1,6 +1,6 @@
 //! Registration with the NameServers (REGISTER_BROKER / UNREGISTER_BROKER):
-//! at start, every `registerNameServerPeriod`, and in coalesced rounds after
-//! topic changes. A slave learns its master's addresses from the answers.
+//! at start, every `registerNameServerPeriod`, and in coalesced rounds when
+//! asked; a created topic alone with REGISTER_TOPIC_IN_NAMESRV. A slave learns its master's addresses from the answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,15 +8,17 @@ use std::time::Duration;
 
 use basalt_remoting::code::request;
 use basalt_remoting::header::{
-    CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
+    CommandHeader, RegisterBrokerRequestHeader, RegisterTopicRequestHeader,
+    UnregisterBrokerRequestHeader,
 };
-use basalt_remoting::protocol::RegisterBrokerBody;
+use basalt_remoting::protocol::{QueueData, RegisterBrokerBody, TopicRouteData};
 use basalt_remoting::{RemotingClient, RemotingCommand};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
 use crate::config::BrokerConfig;
 use crate::live_config::LiveBrokerConfig;
+use crate::metadata::formats::TopicSettings;
 use crate::metadata::topics::{TopicChange, TopicConfigManager};
 use crate::replication::Replication;
 
@@ -202,17 +204,65 @@ impl Registrar {
         let _ = rx.wait_for(|f| *f >= ticket).await;
     }
 
-    /// Makes a topic change visible: waits for its topics.json write, then
-    /// for a registration round that includes it. Nothing to wait for when
-    /// the topic already existed.
+    /// Makes a topic change visible: waits for its topics.json write
+    /// (coalesced with other changes by the table's writer), then registers
+    /// the one topic with every NameServer; if one of them does not take
+    /// it, waits for a full registration round instead. Nothing to wait for
+    /// when the topic already existed.
     pub async fn publish_topic_change(&self, change: &TopicChange) -> Result<(), String> {
         let Some(generation) = change.generation else {
             return Ok(());
         };
         self.topics.persisted(generation).await?;
+        if self.register_topic(&change.config).await {
+            return Ok(());
+        }
         let ticket = self.register_soon();
         self.registered(ticket).await;
         Ok(())
+    }
+
+    /// REGISTER_TOPIC_IN_NAMESRV (RocketMQ 5's `registerSingleTopicAll`):
+    /// one topic's queue data instead of the whole table, so creating the
+    /// n-th topic costs the same as the first. Its permission is masked by
+    /// `brokerPermission` as in a full registration. The periodic full
+    /// registration carries it too (the table's version changed). True when
+    /// every NameServer took it; a NameServer without code 217 answers
+    /// REQUEST_CODE_NOT_SUPPORTED, and the caller falls back.
+    async fn register_topic(&self, tc: &TopicSettings) -> bool {
+        let queue = QueueData {
+            broker_name: self.config.broker_name.clone(),
+            perm: tc.perm & self.live.broker_permission(),
+            read_queue_nums: tc.read_queue_nums,
+            topic_sys_flag: tc.topic_sys_flag,
+            write_queue_nums: tc.write_queue_nums,
+        };
+        let body = TopicRouteData {
+            queue_datas: vec![queue],
+            ..TopicRouteData::default()
+        }
+        .encode(false);
+        let header = RegisterTopicRequestHeader {
+            topic: tc.topic_name.clone(),
+        };
+        let mut all = true;
+        for addr in self.namesrv_addrs() {
+            let cmd = RemotingCommand::request(request::REGISTER_TOPIC_IN_NAMESRV)
+                .with_ext(header.to_ext())
+                .with_body(body.clone());
+            match self.client.invoke(&addr, cmd, Duration::from_secs(3)).await {
+                Ok(resp) if resp.code == 0 => {}
+                Ok(resp) => {
+                    tracing::debug!(namesrv = %addr, topic = %tc.topic_name, code = resp.code, remark = ?resp.remark, "single-topic registration not taken");
+                    all = false;
+                }
+                Err(e) => {
+                    tracing::debug!(namesrv = %addr, topic = %tc.topic_name, error = %e, "single-topic registration failed");
+                    all = false;
+                }
+            }
+        }
+        all
     }
 
     /// Runs rounds as they are asked for, until the task is aborted.

@@ -9,7 +9,7 @@ use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{
     AddWritePermOfBrokerResponseHeader, CommandHeader, DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader, RegisterBrokerRequestHeader,
-    RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader, RegisterTopicRequestHeader, UnregisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
 };
 use basalt_remoting::protocol::{RegisterBrokerBody, TopicRouteData};
@@ -101,6 +101,7 @@ impl NamesrvProcessor {
                     success(req)
                 })
             }
+            request::REGISTER_TOPIC_IN_NAMESRV => self.register_topic(req),
             request::WIPE_WRITE_PERM_OF_BROKER => self.write_perm(req, false),
             request::ADD_WRITE_PERM_OF_BROKER => self.write_perm(req, true),
             request::GET_KV_CONFIG => Ok(kv_requests::get(&self.kv, req)),
@@ -185,6 +186,38 @@ impl NamesrvProcessor {
         );
         tracing::info!(broker = %h.broker_addr, name = %h.broker_name, "broker unregistered");
         Ok(success(req))
+    }
+
+    /// REGISTER_TOPIC_IN_NAMESRV: one topic's queue data from a broker that
+    /// just created it. Java answers success even when it ignores the
+    /// request; Basalt answers SYSTEM_ERROR then, so a Basalt broker falls
+    /// back to a full registration (a Java broker ignores the answer).
+    fn register_topic(&self, req: &RemotingCommand) -> Result<RemotingCommand, HeaderError> {
+        let h = RegisterTopicRequestHeader::from_ext(&req.ext_fields)?;
+        if let Err(e) = basalt_common::topic::validate_topic(&h.topic) {
+            return Ok(error(req, response::SYSTEM_ERROR, e.to_string()));
+        }
+        let route = match TopicRouteData::decode(&req.body) {
+            Ok(r) => r,
+            Err(e) => {
+                let remark = format!("cannot decode the topic route body: {e}");
+                return Ok(error(req, response::SYSTEM_ERROR, remark));
+            }
+        };
+        if self
+            .routes
+            .write()
+            .register_topic(&h.topic, &route.queue_datas)
+        {
+            tracing::debug!(topic = %h.topic, "topic registered");
+            Ok(success(req))
+        } else {
+            let remark = format!(
+                "topic {} not registered: no queue data, or a broker group not registered",
+                h.topic
+            );
+            Ok(error(req, response::SYSTEM_ERROR, remark))
+        }
     }
 
     /// WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER: the write bit

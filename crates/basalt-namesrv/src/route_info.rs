@@ -4,10 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use basalt_common::constants::perm;
+
+mod topic_queues;
 use basalt_remoting::protocol::{
     BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper,
     TopicList, TopicRouteData,
 };
+use topic_queues::TopicQueues;
 
 /// The broker id of a master.
 pub const MASTER_ID: i64 = 0;
@@ -65,8 +68,8 @@ struct BrokerLiveInfo {
 #[derive(Debug)]
 pub struct RouteInfoManager {
     default_expiry_ms: i64,
-    /// topic → broker name → queues.
-    topic_queue_table: HashMap<String, BTreeMap<String, QueueData>>,
+    /// topic → its queues on each broker name.
+    topic_queue_table: HashMap<String, TopicQueues>,
     broker_addr_table: BTreeMap<String, BrokerData>,
     cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
     broker_live_table: HashMap<BrokerAddrKey, BrokerLiveInfo>,
@@ -200,8 +203,27 @@ impl RouteInfoManager {
             .or_default();
         if queues.get(broker_name) != Some(&qd) {
             tracing::debug!(topic = %tc.topic_name, broker = broker_name, "topic queue data updated");
-            queues.insert(broker_name.to_string(), qd);
+            queues.insert(qd);
         }
+    }
+
+    /// REGISTER_TOPIC_IN_NAMESRV: adds or replaces the queue data of the
+    /// named broker groups for one topic, as a broker sends for a topic it
+    /// just created. Refused (nothing changes, `false`) when it is empty or
+    /// names a group with no registered broker, as Java ignores it then.
+    pub fn register_topic(&mut self, topic: &str, queue_datas: &[QueueData]) -> bool {
+        if queue_datas.is_empty()
+            || queue_datas
+                .iter()
+                .any(|q| !self.broker_addr_table.contains_key(&q.broker_name))
+        {
+            return false;
+        }
+        let queues = self.topic_queue_table.entry(topic.to_string()).or_default();
+        for qd in queue_datas {
+            queues.insert(qd.clone());
+        }
+        true
     }
 
     /// Renews a broker's liveness without touching its topics.
@@ -313,9 +335,9 @@ impl RouteInfoManager {
     pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
         let queues = self.topic_queue_table.get(topic)?;
         let mut route = TopicRouteData::default();
-        for (broker_name, qd) in queues {
+        for qd in queues.iter() {
             route.queue_datas.push(qd.clone());
-            if let Some(bd) = self.broker_addr_table.get(broker_name) {
+            if let Some(bd) = self.broker_addr_table.get(&qd.broker_name) {
                 route.broker_datas.push(bd.clone());
                 for addr in bd.broker_addrs.values() {
                     let key = BrokerAddrKey {
@@ -354,7 +376,7 @@ impl RouteInfoManager {
         let topic_list = self
             .topic_queue_table
             .iter()
-            .filter(|(_, q)| names.is_some_and(|n| q.keys().any(|b| n.contains(b))))
+            .filter(|(_, q)| names.is_some_and(|n| q.iter().any(|qd| n.contains(&qd.broker_name))))
             .map(|(t, _)| t.clone())
             .collect();
         TopicList {
@@ -374,7 +396,7 @@ impl RouteInfoManager {
                     return;
                 };
                 if let Some(queues) = self.topic_queue_table.get_mut(topic) {
-                    queues.retain(|b, _| !names.contains(b));
+                    queues.retain(|qd| !names.contains(&qd.broker_name));
                     if queues.is_empty() {
                         self.topic_queue_table.remove(topic);
                     }

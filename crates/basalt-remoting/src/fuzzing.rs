@@ -76,6 +76,7 @@ pub fn parse_all_headers(ext: &ExtFields) {
     check::<CreateTopicRequestHeader>(ext);
     check::<DeleteTopicRequestHeader>(ext);
     check::<DeleteTopicFromNamesrvRequestHeader>(ext);
+    check::<RegisterTopicRequestHeader>(ext);
     check::<GetTopicsByClusterRequestHeader>(ext);
     check::<GetTopicStatsInfoRequestHeader>(ext);
     check::<GetConsumeStatsRequestHeader>(ext);

@@ -78,8 +78,27 @@ fn line(sec: u64, h: &Histogram, bytes: u64, errors: u64, elapsed: Duration) {
     );
 }
 
-fn summary(total: &Histogram, bytes: u64, errors: u64, elapsed: Duration) {
+fn summary(total: &Histogram, bytes: u64, errors: u64, elapsed: Duration, json: bool) {
     let s = elapsed.as_secs_f64().max(1e-9);
+    if json {
+        let q = |p: f64| total.quantile(p);
+        let v = serde_json::json!({
+            "msgs": total.count(),
+            "elapsed_s": s,
+            "msgs_per_sec": total.count() as f64 / s,
+            "mb_per_sec": bytes as f64 / s / 1e6,
+            "errors": errors,
+            "latency_us": {
+                "avg": total.mean(),
+                "p50": q(0.5),
+                "p99": q(0.99),
+                "p999": q(0.999),
+                "max": total.max(),
+            },
+        });
+        println!("{v}");
+        return;
+    }
     println!("---");
     println!(
         "total {} msgs in {:.1} s: {:.0} msg/s, {:.1} MB/s, errors {}",
@@ -100,12 +119,16 @@ fn summary(total: &Histogram, bytes: u64, errors: u64, elapsed: Duration) {
 }
 
 /// Prints a line per second until `stop`; returns the merged figures.
+/// With `quiet` (`--json`) nothing is printed until the summary.
 async fn report(
     shared: Arc<Shared>,
     stop: Arc<tokio::sync::Notify>,
     what: &'static str,
+    quiet: bool,
 ) -> (Histogram, u64, u64, Duration) {
-    header(what);
+    if !quiet {
+        header(what);
+    }
     let start = Instant::now();
     let mut total = Histogram::new();
     let (mut bytes, mut errors) = (0u64, 0u64);
@@ -123,7 +146,9 @@ async fn report(
         sec += 1;
         let (h, b, e) = shared.take();
         let now = Instant::now();
-        line(sec, &h, b, e, now - last);
+        if !quiet {
+            line(sec, &h, b, e, now - last);
+        }
         last = now;
         total.merge(&h);
         bytes += b;
@@ -153,7 +178,12 @@ async fn produce(a: BenchProduceArgs) -> Result<ExitCode, String> {
 
     let shared = Arc::new(Shared::default());
     let stop = Arc::new(tokio::sync::Notify::new());
-    let reporter = tokio::spawn(report(Arc::clone(&shared), Arc::clone(&stop), "produce"));
+    let reporter = tokio::spawn(report(
+        Arc::clone(&shared),
+        Arc::clone(&stop),
+        "produce",
+        a.json,
+    ));
     let deadline = Instant::now() + Duration::from_secs(a.duration);
     let mut workers = Vec::new();
     for _ in 0..a.threads.max(1) {
@@ -199,7 +229,7 @@ async fn produce(a: BenchProduceArgs) -> Result<ExitCode, String> {
     }
     stop.notify_one();
     let (total, bytes, errors, elapsed) = reporter.await.map_err(|e| e.to_string())?;
-    summary(&total, bytes, errors, elapsed);
+    summary(&total, bytes, errors, elapsed, a.json);
     producer.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }
@@ -251,6 +281,7 @@ async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
         Arc::clone(&shared),
         Arc::clone(&stop),
         "consume; latency = born to consumed",
+        a.json,
     ));
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_secs(a.duration)) => {}
@@ -258,7 +289,7 @@ async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
     }
     stop.notify_one();
     let (total, bytes, errors, elapsed) = reporter.await.map_err(|e| e.to_string())?;
-    summary(&total, bytes, errors, elapsed);
+    summary(&total, bytes, errors, elapsed, a.json);
     consumer.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

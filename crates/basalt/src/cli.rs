@@ -72,6 +72,9 @@ pub struct ProduceArgs {
     /// Delay level (1 = 1 s, 2 = 5 s, …).
     #[arg(long, default_value_t = 0)]
     pub delay_level: i32,
+    /// Print one JSON summary instead of text (no per-message lines).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -110,6 +113,9 @@ pub struct ConsumeArgs {
     /// With --queue: the first offset to read.
     #[arg(long)]
     pub offset: Option<i64>,
+    /// Print one JSON summary instead of text (implies --quiet).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -496,6 +502,9 @@ pub struct BenchProduceArgs {
     pub batch: usize,
     #[arg(long)]
     pub tags: Option<String>,
+    /// No line per second; one JSON summary at the end.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -517,34 +526,50 @@ pub struct BenchConsumeArgs {
     /// Stop after this many messages (0: run for the duration).
     #[arg(short = 'n', long, default_value_t = 0)]
     pub count: u64,
+    /// No line per second; one JSON summary at the end.
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// Settings given as `key=value` on the command line override the file.
+/// Settings given as `key=value` on the command line override the file;
+/// how unknown keys are treated; printing the result instead of starting.
 #[derive(Debug, Clone, Args)]
 pub struct Overrides {
     /// A broker.conf setting, e.g. --set flushDiskType=SYNC_FLUSH (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Refuse to start over an unknown key in the file or --set (by
+    /// default it is reported with the closest known key and ignored, as
+    /// RocketMQ ignores it).
+    #[arg(long)]
+    pub strict: bool,
+    /// Print every setting, its value and where it came from (default,
+    /// file, flag, --set), then exit without starting.
+    #[arg(long)]
+    pub print_config: bool,
 }
 
+/// `basalt standalone`. Every flag left out keeps the value of the
+/// `-c` file, or the standalone default when the file does not give it.
 #[derive(Debug, Args)]
 pub struct StandaloneArgs {
-    /// Store root directory.
-    #[arg(long, default_value = "./basalt-data")]
-    pub data: PathBuf,
-    /// NameServer port.
-    #[arg(long, default_value_t = 9876)]
-    pub namesrv_port: u16,
-    /// Broker port.
-    #[arg(long, default_value_t = 10911)]
-    pub port: u16,
-    /// Address to listen on.
-    #[arg(long, default_value = "0.0.0.0")]
-    pub listen: std::net::IpAddr,
-    /// Address clients are told to use for the broker (brokerIP1).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub advertise: std::net::IpAddr,
-    /// A broker.conf file applied before --set.
+    /// Store root directory (storePathRootDir) [default: ./basalt-data].
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// NameServer port [default: 9876].
+    #[arg(long)]
+    pub namesrv_port: Option<u16>,
+    /// Broker port (listenPort) [default: 10911].
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Address to listen on (listenAddr) [default: 0.0.0.0].
+    #[arg(long)]
+    pub listen: Option<std::net::IpAddr>,
+    /// Address clients are told to use for the broker (brokerIP1 and
+    /// brokerIP2) [default: 127.0.0.1].
+    #[arg(long)]
+    pub advertise: Option<std::net::IpAddr>,
+    /// A broker.conf file, applied before the flags and --set.
     #[arg(short = 'c', long)]
     pub config: Option<PathBuf>,
     /// Routes carry each topic's ORDER_TOPIC_CONFIG value as

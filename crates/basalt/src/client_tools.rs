@@ -14,6 +14,7 @@ use basalt_client::{
 use bytes::Bytes;
 
 use crate::cli::{ConsumeArgs, ProduceArgs};
+use crate::progress::{self, ProgressLine};
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -47,6 +48,7 @@ pub fn produce(a: ProduceArgs) -> Result<ExitCode, String> {
             }
             m
         };
+        let started = std::time::Instant::now();
         let mut sent = 0u64;
         let mut failed = 0u64;
         // Stored by the broker but not (yet) flushed or replicated as its
@@ -86,10 +88,12 @@ pub fn produce(a: ProduceArgs) -> Result<ExitCode, String> {
                 let r = producer
                     .send(&make(Bytes::from(l.into_bytes()), i as u64))
                     .await;
-                report(r, true);
+                report(r, !a.json);
             }
         } else {
-            let verbose = a.count <= 20;
+            let verbose = a.count <= 20 && !a.json;
+            let shown = progress::wanted(a.json, verbose);
+            let mut line = ProgressLine::new(shown, "sent", a.count);
             for i in 0..a.count {
                 let body = if let Some(b) = &a.body {
                     Bytes::from(b.clone().into_bytes())
@@ -100,13 +104,11 @@ pub fn produce(a: ProduceArgs) -> Result<ExitCode, String> {
                 };
                 let r = producer.send(&make(body, i)).await;
                 report(r, verbose);
+                line.update(i + 1);
             }
+            line.finish(a.count);
         }
-        if not_ok > 0 {
-            println!("sent {sent} ({not_ok} of them not SEND_OK), failed {failed}");
-        } else {
-            println!("sent {sent}, failed {failed}");
-        }
+        print_sent(a.json, started.elapsed(), sent, failed, not_ok);
         producer.shutdown().await;
         Ok(if failed == 0 {
             ExitCode::SUCCESS
@@ -114,6 +116,25 @@ pub fn produce(a: ProduceArgs) -> Result<ExitCode, String> {
             ExitCode::from(1)
         })
     })
+}
+
+/// The summary of `basalt produce`: text, or one JSON object.
+fn print_sent(json: bool, elapsed: Duration, sent: u64, failed: u64, not_ok: u64) {
+    if json {
+        let secs = elapsed.as_secs_f64();
+        let summary = serde_json::json!({
+            "sent": sent,
+            "failed": failed,
+            "not_send_ok": not_ok,
+            "elapsed_ms": elapsed.as_millis() as u64,
+            "msgs_per_sec": if secs > 0.0 { sent as f64 / secs } else { 0.0 },
+        });
+        println!("{summary}");
+    } else if not_ok > 0 {
+        println!("sent {sent} ({not_ok} of them not SEND_OK), failed {failed}");
+    } else {
+        println!("sent {sent}, failed {failed}");
+    }
 }
 
 fn print_message(m: &MessageExt, body: bool) {
@@ -163,7 +184,7 @@ pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
         {
             let count = Arc::clone(&count);
             let done = Arc::clone(&done);
-            let (quiet, want, body) = (a.quiet, a.count, !a.no_body);
+            let (quiet, want, body) = (a.quiet || a.json, a.count, !a.no_body);
             consumer.register_listener(move |msgs, _ctx| {
                 for m in msgs {
                     if !quiet {
@@ -181,21 +202,45 @@ pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
             .start()
             .await
             .map_err(|e| format!("consumer: {e}"))?;
-        let wait = async {
-            match a.timeout {
-                Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = done.notified() => {}
-            _ = wait => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
+        let started = std::time::Instant::now();
+        wait_consumed(&a, &count, &done).await;
         consumer.shutdown().await;
-        println!("consumed {}", count.load(Ordering::Relaxed));
+        let n = count.load(Ordering::Relaxed);
+        if a.json {
+            let summary = serde_json::json!({
+                "consumed": n,
+                "elapsed_ms": started.elapsed().as_millis() as u64,
+            });
+            println!("{summary}");
+        } else {
+            println!("consumed {n}");
+        }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Waits for the count, the timeout or Ctrl-C, drawing the progress line
+/// (see [`progress`]) while it waits.
+async fn wait_consumed(a: &ConsumeArgs, count: &AtomicU64, done: &tokio::sync::Notify) {
+    let shown = progress::wanted(a.json, !a.quiet);
+    let mut line = ProgressLine::new(shown, "consumed", a.count);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let wait = async {
+        match a.timeout {
+            Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(wait);
+    loop {
+        tokio::select! {
+            _ = done.notified() => break,
+            _ = &mut wait => break,
+            _ = tokio::signal::ctrl_c() => break,
+            _ = tick.tick(), if shown => line.update(count.load(Ordering::Relaxed)),
+        }
+    }
+    line.finish(count.load(Ordering::Relaxed));
 }
 
 async fn consume_pull(a: &ConsumeArgs, queue: i32) -> Result<ExitCode, String> {
@@ -218,6 +263,8 @@ async fn consume_pull(a: &ConsumeArgs, queue: i32) -> Result<ExitCode, String> {
         None => consumer.min_offset(&mq).await.map_err(|e| e.to_string())?,
     };
     let mut got = 0u64;
+    let quiet = a.quiet || a.json;
+    let mut line = ProgressLine::new(progress::wanted(a.json, !quiet), "consumed", a.count);
     let expr = a.tags.clone().unwrap_or_else(|| "*".into());
     while a.count == 0 || got < a.count {
         let r = consumer
@@ -227,11 +274,12 @@ async fn consume_pull(a: &ConsumeArgs, queue: i32) -> Result<ExitCode, String> {
         match r.status {
             PullStatus::Found => {
                 for m in &r.msgs {
-                    if !a.quiet {
+                    if !quiet {
                         print_message(m, !a.no_body);
                     }
                     got += 1;
                 }
+                line.update(got);
             }
             PullStatus::NoNewMsg => break,
             _ => {}
@@ -241,7 +289,13 @@ async fn consume_pull(a: &ConsumeArgs, queue: i32) -> Result<ExitCode, String> {
         }
         offset = r.next_begin_offset;
     }
-    println!("consumed {got}, next offset {offset}");
+    line.finish(got);
+    if a.json {
+        let summary = serde_json::json!({ "consumed": got, "next_offset": offset });
+        println!("{summary}");
+    } else {
+        println!("consumed {got}, next offset {offset}");
+    }
     consumer.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,9 @@ mod client_tools;
 mod fd_limit;
 mod histogram;
 mod ledger_admin;
+mod progress;
 mod serve;
+mod serve_config;
 mod store_tools;
 
 use clap::Parser;

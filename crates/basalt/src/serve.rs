@@ -4,11 +4,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use basalt_broker::BrokerConfig;
 use basalt_namesrv::{NameServer, NamesrvConfig};
 
-use crate::cli::{BrokerArgs, NamesrvArgs, Overrides, StandaloneArgs};
-use crate::fd_limit;
+use crate::cli::{BrokerArgs, NamesrvArgs, StandaloneArgs};
+use crate::{fd_limit, serve_config};
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -17,17 +16,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .on_thread_park(crate::allocator::on_worker_park)
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
-}
-
-fn apply_overrides(cfg: &mut BrokerConfig, o: &Overrides) -> Result<(), String> {
-    let mut pairs = Vec::new();
-    for kv in &o.set {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
-        pairs.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    cfg.apply(&pairs).map_err(|e| e.to_string())
 }
 
 /// Waits for Ctrl-C or SIGTERM.
@@ -54,32 +42,31 @@ async fn shutdown_signal() {
 
 pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
     let started = std::time::Instant::now();
-    // A standalone broker is for trying things out: SQL92 property filters
-    // work unless a config file or --set turns them off.
-    let mut cfg = BrokerConfig {
-        enable_property_filter: true,
-        ..BrokerConfig::default()
-    };
-    if let Some(p) = &a.config {
-        cfg.apply_file(p).map_err(|e| e.to_string())?;
+    let layered = serve_config::standalone_config(&a)?;
+    if a.overrides.print_config {
+        print!("{}", layered.effective_text());
+        return Ok(ExitCode::SUCCESS);
     }
-    cfg.store_path_root_dir = a.data.clone();
-    cfg.listen_addr = a.listen;
-    cfg.broker_ip1 = a.advertise;
-    cfg.broker_ip2 = a.advertise;
-    cfg.listen_port = a.port;
-    cfg.ha_listen_port = a.port.wrapping_add(1);
-    cfg.namesrv_addr = Some(format!("{}:{}", a.advertise, a.namesrv_port));
-    apply_overrides(&mut cfg, &a.overrides)?;
+    let cfg = layered.into_config();
+    let namesrv_listen = SocketAddr::new(
+        cfg.listen_addr,
+        a.namesrv_port
+            .unwrap_or(serve_config::STANDALONE_NAMESRV_PORT),
+    );
+    let kv_config_path = cfg
+        .store_path_root_dir
+        .join("namesrv")
+        .join("kvConfig.json");
+    let advertise = cfg.broker_ip1;
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
         // The NameServer shares the broker's cap and this process's descriptors.
         fd_limit::warn_if_caps_exceed(2 * cfg.server_max_connections, fds);
         let ns = NameServer::start(NamesrvConfig {
-            listen: SocketAddr::new(a.listen, a.namesrv_port),
+            listen: namesrv_listen,
             max_connections: cfg.server_max_connections,
-            kv_config_path: Some(a.data.join("namesrv").join("kvConfig.json")),
+            kv_config_path: Some(kv_config_path),
             order_message_enable: a.order_message_enable,
             ..Default::default()
         })
@@ -96,7 +83,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         println!(
             "  namesrv  {} (clients: namesrvAddr={}:{})",
             ns.local_addr(),
-            a.advertise,
+            advertise,
             ns.local_addr().port()
         );
         println!(
@@ -149,8 +136,12 @@ pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
 }
 
 pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
-    let mut cfg = BrokerConfig::load(&a.config).map_err(|e| e.to_string())?;
-    apply_overrides(&mut cfg, &a.overrides)?;
+    let layered = serve_config::broker_config(&a.config, &a.overrides)?;
+    if a.overrides.print_config {
+        print!("{}", layered.effective_text());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cfg = layered.into_config();
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {

@@ -216,3 +216,40 @@ fn write_perm_is_wiped_and_added_per_broker_group() {
     assert_eq!(perm_of(&m, "T", "a"), 6);
     assert_eq!(m.set_write_perm("nobody", false), 0);
 }
+
+#[test]
+fn a_single_topic_registration_adds_its_queues() {
+    let mut m = RouteInfoManager::default();
+    let qd = |name: &str, q: i32| QueueData {
+        broker_name: name.into(),
+        perm: 6,
+        read_queue_nums: q,
+        topic_sys_flag: 0,
+        write_queue_nums: q,
+    };
+    // No broker group "a" yet: refused, nothing created.
+    assert!(!m.register_topic("New", &[qd("a", 8)]));
+    assert!(m.topic_route("New").is_none());
+    m.register_broker(
+        reg("a", "1.1.1.1:10911", 0, Some(wrapper(1, &[("T", 4)]))),
+        0,
+    );
+    assert!(!m.register_topic("New", &[]));
+    assert!(m.register_topic("New", &[qd("a", 8)]));
+    let r = m.topic_route("New").expect("route");
+    assert_eq!(r.queue_datas, vec![qd("a", 8)]);
+    assert_eq!(r.broker_datas[0].broker_name, "a");
+    // Topics registered before stay; a later full registration with a new
+    // version keeps the topic and takes the table's figures.
+    assert!(m.topic_route("T").is_some());
+    m.register_broker(
+        reg(
+            "a",
+            "1.1.1.1:10911",
+            0,
+            Some(wrapper(2, &[("T", 4), ("New", 4)])),
+        ),
+        1,
+    );
+    assert_eq!(m.topic_route("New").unwrap().queue_datas, vec![qd("a", 4)]);
+}

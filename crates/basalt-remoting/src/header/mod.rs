@@ -392,6 +392,15 @@ header! {
 }
 
 header! {
+    /// REGISTER_TOPIC_IN_NAMESRV (217) request: one topic's queue data in
+    /// the body (a `TopicRouteData` with `queueDatas`), sent by a broker
+    /// for a topic it just created instead of its whole topic table.
+    pub struct RegisterTopicRequestHeader {
+        topic: String = "topic",
+    }
+}
+
+header! {
     /// GET_TOPICS_BY_CLUSTER (224) request.
     pub struct GetTopicsByClusterRequestHeader {
         cluster: String = "cluster",
