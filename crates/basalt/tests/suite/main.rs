@@ -35,3 +35,4 @@ mod sql92_rocketmq_client_rust;
 mod store_repair;
 mod timers;
 mod transactions;
+mod tool_output;

@@ -5,7 +5,7 @@
 //! `consume -n`, under a pseudo-terminal (`script` from util-linux) and
 //! without one.
 
-mod standalone;
+use crate::standalone;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
