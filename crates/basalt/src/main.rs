@@ -17,6 +17,7 @@ mod fd_limit;
 mod histogram;
 mod ledger_admin;
 mod serve;
+mod serve_observe;
 mod store_tools;
 
 use clap::Parser;

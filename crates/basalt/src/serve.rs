@@ -60,6 +60,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         enable_property_filter: true,
         ..BrokerConfig::default()
     };
+    crate::serve_observe::standalone_defaults(&mut cfg);
     if let Some(p) = &a.config {
         cfg.apply_file(p).map_err(|e| e.to_string())?;
     }
@@ -108,6 +109,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         );
         println!("  store    {}", b.config().store_path_root_dir.display());
         println!("  flush    {}", b.config().flush_disk_type);
+        crate::serve_observe::print_http(&broker, "  ");
         shutdown_signal().await;
         println!("shutting down");
         broker.shutdown().await;
@@ -167,6 +169,7 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
             broker.local_addr(),
             b.config().store_path_root_dir.display()
         );
+        crate::serve_observe::print_http(&broker, "");
         shutdown_signal().await;
         broker.shutdown().await;
         Ok::<(), String>(())
