@@ -70,3 +70,32 @@ pub fn outcome(resp: &RemotingCommand) -> Result<String, String> {
         Err(format!("code {}: {remark}", resp.code))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::Method;
+
+    fn req(q: &[(&str, &str)]) -> HttpRequest {
+        HttpRequest {
+            method: Method::POST,
+            path: String::new(),
+            query: q.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            same_origin_script: true,
+        }
+    }
+
+    #[test]
+    fn actions_become_admin_requests_or_are_refused() {
+        let t = request_for("topic", &req(&[("topic", "T"), ("queues", "3")])).unwrap();
+        assert_eq!(t.code, request::UPDATE_AND_CREATE_TOPIC);
+        assert_eq!(t.ext_fields.get("writeQueueNums"), Some("3"));
+        let g = request_for("group", &req(&[("group", "G")])).unwrap();
+        assert_eq!(g.code, request::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP);
+        assert!(request_for("topic", &req(&[])).is_err());
+        assert!(request_for("topic", &req(&[("topic", "T"), ("queues", "x")])).is_err());
+        let r = &[("topic", "T"), ("group", "G"), ("timestamp", "soon")];
+        assert!(request_for("reset-offset", &req(r)).is_err());
+        assert!(request_for("delete-everything", &req(&[])).is_err());
+    }
+}
