@@ -80,7 +80,10 @@ mod tests {
         HttpRequest {
             method: Method::POST,
             path: String::new(),
-            query: q.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            query: q
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             same_origin_script: true,
         }
     }
