@@ -17,8 +17,8 @@
 # load), then `basalt bench produce` with the options given (default:
 # --threads 4 --window 64 -s 1024 -d 10), then `basalt bench consume` of
 # what was produced. BASALT_BIN overrides the binary (default: release build);
-# BENCH_CONSUME=0 skips the consume step; BROKER_SET=KEY=VALUE passes one
-# broker setting to the single / single-sync setups; CLIENT_BIN runs the
+# BENCH_CONSUME=0 skips the consume step; BROKER_SET="KEY=VALUE ..." passes
+# broker settings (space-separated) to the single / single-sync setups; CLIENT_BIN runs the
 # bench client from another build (to compare two brokers with one client).
 # After each step it prints the CPU time the broker process spent per
 # message (utime + stime from /proc/PID/stat).
@@ -37,6 +37,9 @@ if [ -z "${BASALT_BIN:-}" ]; then
   cargo build --release -q -p basalt
 fi
 client=${CLIENT_BIN:-$bin}
+# BROKER_SET may name several settings, separated by spaces.
+broker_sets=()
+for kv in ${BROKER_SET:-}; do broker_sets+=(--set "$kv"); done
 
 work=$(mktemp -d /tmp/basalt-bench.XXXXXX)
 pids=()
@@ -119,7 +122,7 @@ case $setup in
     nsp=$(free_port); bp=$(free_port)
     ns=127.0.0.1:$nsp
     start broker "basalt standalone" standalone --data "$work/data" --namesrv-port "$nsp" \
-      --port "$bp" --listen 127.0.0.1 --set "flushDiskType=$flush" ${BROKER_SET:+--set "$BROKER_SET"}
+      --port "$bp" --listen 127.0.0.1 --set "flushDiskType=$flush" "${broker_sets[@]}"
     ;;
   sync-master | async-master)
     role=SYNC_MASTER

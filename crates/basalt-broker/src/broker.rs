@@ -249,6 +249,10 @@ pub struct BrokerHandle {
     pub(crate) broker: Arc<Broker>,
     pub(crate) server: Option<ServerHandle>,
     pub(crate) tasks: Vec<JoinHandle<()>>,
+    /// Where `/metrics` is served (metricsExporterType=PROM).
+    pub(crate) metrics_addr: Option<SocketAddr>,
+    /// Where the dashboard is served (dashboardEnable=true).
+    pub(crate) dashboard_addr: Option<SocketAddr>,
 }
 
 impl BrokerHandle {
@@ -262,6 +266,16 @@ impl BrokerHandle {
             .as_ref()
             .map(|s| s.local_addr())
             .unwrap_or_else(|| self.broker.config.broker_addr())
+    }
+
+    /// The Prometheus endpoint's address, when it is served.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The dashboard's address, when it is served.
+    pub fn dashboard_addr(&self) -> Option<SocketAddr> {
+        self.dashboard_addr
     }
 
     /// Clean shutdown: stop serving, unregister, stop replicating, persist

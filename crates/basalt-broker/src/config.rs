@@ -166,6 +166,8 @@ pub struct BrokerConfig {
     pub timer_flush_interval: Duration,
     /// Bytes per TimerLog segment (rounded down to whole 48-byte entries).
     pub mapped_file_size_timer_log: usize,
+    /// The Prometheus exporter and the dashboard.
+    pub observe: crate::metrics::settings::ObservabilityConfig,
 }
 
 impl Default for BrokerConfig {
@@ -252,6 +254,7 @@ impl Default for BrokerConfig {
             timer_precision_ms: 1000,
             timer_flush_interval: Duration::from_millis(1000),
             mapped_file_size_timer_log: 100 * 1024 * 1024,
+            observe: Default::default(),
         }
     }
 }
@@ -452,7 +455,7 @@ impl BrokerConfig {
             "timerPrecisionMs" => self.timer_precision_ms = parse_num(key, v)?,
             "timerFlushIntervalMs" => self.timer_flush_interval = parse_millis(key, v)?,
             "mappedFileSizeTimerLog" => self.mapped_file_size_timer_log = parse_num(key, v)?,
-            _ => return Ok(false),
+            _ => return self.observe.set(key, v),
         }
         Ok(true)
     }

@@ -25,6 +25,7 @@ impl BrokerConfig {
         p.extend(self.client_properties());
         p.extend(self.replication_properties());
         p.extend(self.limit_properties());
+        p.extend(self.observe.properties());
         p
     }
 

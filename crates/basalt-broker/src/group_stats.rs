@@ -20,6 +20,8 @@ const WINDOW_MS: i64 = 60_000;
 #[derive(Debug, Default)]
 struct PairCounter {
     total: AtomicU64,
+    /// Bytes of the messages counted in `total`.
+    bytes: AtomicU64,
     /// `(at_ms, total)`, oldest first, covering at most the last window.
     samples: Mutex<VecDeque<(i64, u64)>>,
 }
@@ -61,16 +63,41 @@ pub struct GroupGetStats {
 }
 
 impl GroupGetStats {
-    /// Counts `n` messages `group` pulled from `topic`.
-    pub fn add(&self, group: &str, topic: &str, n: u64) {
-        self.add_with_clock(group, topic, n, basalt_common::time::now_millis);
+    /// Counts `n` messages of `bytes` in all that `group` pulled from
+    /// `topic`.
+    pub fn add(&self, group: &str, topic: &str, n: u64, bytes: u64) {
+        self.add_with_clock(group, topic, (n, bytes), basalt_common::time::now_millis);
+    }
+
+    /// `(group, topic, messages, bytes)` pulled since start, every pair.
+    pub fn totals(&self) -> Vec<(String, String, u64, u64)> {
+        let t = self.table.read();
+        let mut v = Vec::with_capacity(self.pairs.load(Ordering::Relaxed) as usize);
+        for (g, topics) in t.iter() {
+            for (topic, c) in topics {
+                v.push((
+                    g.clone(),
+                    topic.clone(),
+                    c.total.load(Ordering::Relaxed),
+                    c.bytes.load(Ordering::Relaxed),
+                ));
+            }
+        }
+        v
     }
 
     /// [`Self::add`]; a new pair's count starts from 0 at `now()`, so its
     /// first messages count in the rate before its first sample.
-    fn add_with_clock(&self, group: &str, topic: &str, n: u64, now: impl FnOnce() -> i64) {
+    fn add_with_clock(
+        &self,
+        group: &str,
+        topic: &str,
+        (n, bytes): (u64, u64),
+        now: impl FnOnce() -> i64,
+    ) {
         if let Some(c) = self.table.read().get(group).and_then(|t| t.get(topic)) {
             c.total.fetch_add(n, Ordering::Relaxed);
+            c.bytes.fetch_add(bytes, Ordering::Relaxed);
             return;
         }
         if self.pairs.load(Ordering::Relaxed) as usize >= MAX_PAIRS {
@@ -85,6 +112,7 @@ impl GroupGetStats {
             Arc::new(c)
         });
         c.total.fetch_add(n, Ordering::Relaxed);
+        c.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Takes a sample of every counter (the broker calls this every 10 s).
@@ -131,10 +159,10 @@ mod tests {
     fn rate_is_taken_over_the_last_minute() {
         let s = GroupGetStats::default();
         let t0 = 1_000_000;
-        s.add_with_clock("g", "T", 0, || t0);
+        s.add_with_clock("g", "T", (0, 0), || t0);
         // 50 a second for 120 s, sampled every 10 s.
         for i in 1..=12 {
-            s.add("g", "T", 500);
+            s.add("g", "T", 500, 5_000);
             s.sample(t0 + i * 10_000);
         }
         let now = t0 + 120_000;
@@ -147,14 +175,18 @@ mod tests {
         let tps = s.tps("g", None, t0 + 150_000);
         assert!((tps - 25.0).abs() < 0.01, "{tps}");
         assert_eq!(s.total("g", "T"), 6000);
+        assert_eq!(
+            s.totals(),
+            vec![("g".to_string(), "T".to_string(), 6000, 60_000)]
+        );
         assert_eq!(s.tps("other", None, now), 0.0);
     }
 
     #[test]
     fn topics_of_a_group_add_up() {
         let s = GroupGetStats::default();
-        s.add_with_clock("g", "A", 100, || 0);
-        s.add_with_clock("g", "B", 300, || 0);
+        s.add_with_clock("g", "A", (100, 0), || 0);
+        s.add_with_clock("g", "B", (300, 0), || 0);
         s.sample(10_000);
         assert_eq!(s.tps("g", Some("A"), 10_000), 10.0);
         assert_eq!(s.tps("g", None, 10_000), 40.0);

@@ -57,11 +57,35 @@ pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
     // BrokerController.start does): a client that sees the broker up finds
     // its routes at once.
     broker.registrar.register().await;
-    let tasks = spawn_services(&broker);
+    let mut tasks = spawn_services(&broker);
+    let http = match crate::dashboard::start(&broker).await {
+        Ok(h) => h,
+        Err(e) => {
+            BrokerHandle {
+                broker,
+                server: Some(server),
+                tasks,
+                metrics_addr: None,
+                dashboard_addr: None,
+            }
+            .shutdown()
+            .await;
+            return Err(e);
+        }
+    };
+    if let Some(a) = http.metrics_addr {
+        tracing::info!(addr = %a, "Prometheus metrics at http://{a}/metrics");
+    }
+    if let Some(a) = http.dashboard_addr {
+        tracing::info!(addr = %a, "dashboard at http://{a}/");
+    }
+    tasks.extend(http.tasks);
     Ok(BrokerHandle {
         broker,
         server: Some(server),
         tasks,
+        metrics_addr: http.metrics_addr,
+        dashboard_addr: http.dashboard_addr,
     })
 }
 
@@ -272,7 +296,10 @@ fn assemble(
         waiters,
         filter_cache: Arc::new(FilterCache::new()),
         registrar,
-        stats: Arc::new(BrokerStats::default()),
+        stats: Arc::new(BrokerStats {
+            metrics: crate::metrics::BrokerMetrics::new(config.observe.records()),
+            ..BrokerStats::default()
+        }),
         rates: Arc::default(),
         transactions,
         started_at: Instant::now(),

@@ -16,6 +16,7 @@ pub mod constants;
 pub mod crc;
 pub mod error;
 pub mod hash;
+pub mod histogram;
 pub mod msgid;
 pub mod properties;
 pub mod record;

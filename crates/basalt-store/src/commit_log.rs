@@ -106,6 +106,8 @@ pub struct CommitLog {
     pub(crate) visible_signal: Arc<Signal>,
     put_count: AtomicU64,
     put_bytes: AtomicU64,
+    /// fsync durations and group-commit sizes.
+    flush_stats: crate::flush_stats::FlushStats,
     /// While the SYNC_FLUSH flusher gathers a group, appends wake it only
     /// once the put count reaches this (0: every append wakes it).
     flush_wake_at: AtomicU64,
@@ -165,6 +167,7 @@ impl CommitLog {
             commit_signal: Arc::new(Signal::new()),
             visible_signal: Arc::new(Signal::new()),
             put_count: AtomicU64::new(0),
+            flush_stats: Default::default(),
             flush_wake_at: AtomicU64::new(0),
 
             put_bytes: AtomicU64::new(0),
@@ -216,6 +219,11 @@ impl CommitLog {
     /// See `flush_wake_at`.
     pub(crate) fn set_flush_wake_at(&self, count: u64) {
         self.flush_wake_at.store(count, Ordering::Relaxed);
+    }
+
+    /// fsync durations and group-commit sizes of this log's flushes.
+    pub fn flush_stats(&self) -> &crate::flush_stats::FlushStats {
+        &self.flush_stats
     }
 
     /// Messages and bytes appended since start.
@@ -546,8 +554,15 @@ impl CommitLog {
             .or_else(|| self.queue.last())
             .map(|f| f.store_timestamp());
         let ts_last = self.queue.last().map(|f| f.store_timestamp());
+        let before = self.queue.flushed_where();
+        let puts = self.put_count.load(Ordering::Relaxed);
+        let started = std::time::Instant::now();
         match self.queue.flush(least_pages) {
             Ok(offset) => {
+                if offset > before {
+                    let micros = started.elapsed().as_micros() as u64;
+                    self.flush_stats.record(micros, puts);
+                }
                 self.flushed.publish(offset);
                 // The newest timestamp whose record is certainly flushed.
                 let ts = if offset >= self.queue.max_wrote_offset() {

@@ -25,6 +25,7 @@ pub mod disk_space;
 pub mod dispatch;
 pub mod error;
 pub mod faults;
+pub mod flush_stats;
 #[doc(hidden)]
 pub mod fuzzing;
 

@@ -19,6 +19,7 @@ mod ledger_admin;
 mod progress;
 mod serve;
 mod serve_config;
+mod serve_observe;
 mod store_tools;
 
 use clap::Parser;

@@ -95,6 +95,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         );
         println!("  store    {}", b.config().store_path_root_dir.display());
         println!("  flush    {}", b.config().flush_disk_type);
+        crate::serve_observe::print_http(&broker, "  ");
         shutdown_signal().await;
         println!("shutting down");
         broker.shutdown().await;
@@ -158,6 +159,7 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
             broker.local_addr(),
             b.config().store_path_root_dir.display()
         );
+        crate::serve_observe::print_http(&broker, "");
         shutdown_signal().await;
         broker.shutdown().await;
         Ok::<(), String>(())

@@ -44,12 +44,23 @@ pub fn broker_config(file: &std::path::Path, o: &Overrides) -> Result<LayeredCon
 /// embedded NameServer unless namesrvAddr is given.
 pub fn standalone_config(a: &StandaloneArgs) -> Result<LayeredConfig, String> {
     let mode = ConfigSource::ModeDefault("standalone");
-    let mut lc = LayeredConfig::new(BrokerConfig {
+    let mut base = BrokerConfig {
         enable_property_filter: true,
         store_path_root_dir: PathBuf::from("./basalt-data"),
         ..BrokerConfig::default()
-    });
-    lc.mark(&["enablePropertyFilter", "storePathRootDir"], mode.clone());
+    };
+    // Metrics and the dashboard are on (on free-if-taken ports).
+    crate::serve_observe::standalone_defaults(&mut base);
+    let mut lc = LayeredConfig::new(base);
+    lc.mark(
+        &[
+            "enablePropertyFilter",
+            "storePathRootDir",
+            "metricsExporterType",
+            "dashboardEnable",
+        ],
+        mode.clone(),
+    );
     if let Some(p) = &a.config {
         lc.apply_file(p).map_err(|e| e.to_string())?;
     }

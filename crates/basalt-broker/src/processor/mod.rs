@@ -84,8 +84,44 @@ pub(crate) fn bad_header(e: HeaderError) -> RemotingCommand {
 
 impl RequestProcessor for BrokerProcessor {
     async fn process(&self, channel: &Channel, req: RemotingCommand) -> Option<RemotingCommand> {
+        let metrics = &self.send.stats.metrics;
+        let started = metrics.is_enabled().then(std::time::Instant::now);
+        let code = req.code;
+        let resp = self.handle_request(channel, req).await;
+        if let Some(t) = started {
+            metrics.record_rpc(code, resp.code, t.elapsed());
+        }
+        Some(resp)
+    }
+
+    fn on_channel_closed(&self, channel: &Channel) {
+        for group in self.clients.clients.channel_closed(channel.id()) {
+            self.clients.notify_consumer_ids_changed(&group);
+        }
+    }
+}
+
+impl BrokerProcessor {
+    /// An operator's write from inside the broker (the dashboard, when
+    /// `dashboardAdminEnable` allows it): topic and group creation and
+    /// offset reset, through the same handlers as remote admin requests;
+    /// any other code is refused.
+    pub(crate) async fn internal_admin(&self, req: RemotingCommand) -> RemotingCommand {
+        let a = &self.admin;
+        match req.code {
+            request::UPDATE_AND_CREATE_TOPIC => admin::create_topic(a, &req).await,
+            request::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+                admin::create_subscription_group(a, &req).await
+            }
+            request::INVOKE_BROKER_TO_RESET_OFFSET => offsets_admin::reset_offset(a, &req),
+            _ => RemotingCommand::not_supported(&req),
+        }
+    }
+
+    /// The handler's response to one request.
+    async fn handle_request(&self, channel: &Channel, req: RemotingCommand) -> RemotingCommand {
         let (s, c, a) = (&self.send, &self.clients, &self.admin);
-        let resp = match req.code {
+        match req.code {
             request::SEND_MESSAGE | request::SEND_MESSAGE_V2 | request::SEND_BATCH_MESSAGE => {
                 send::send(s, channel, &req).await
             }
@@ -146,13 +182,6 @@ impl RequestProcessor for BrokerProcessor {
                 connections_admin::consumer_running_info(a, &req).await
             }
             _ => RemotingCommand::not_supported(&req),
-        };
-        Some(resp)
-    }
-
-    fn on_channel_closed(&self, channel: &Channel) {
-        for group in self.clients.clients.channel_closed(channel.id()) {
-            self.clients.notify_consumer_ids_changed(&group);
         }
     }
 }

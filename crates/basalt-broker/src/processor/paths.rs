@@ -39,6 +39,8 @@ pub struct BrokerStats {
     pub get_misses: AtomicU64,
     /// Messages pulled by each consumer group from each topic.
     pub group_gets: crate::group_stats::GroupGetStats,
+    /// What the Prometheus exporter and the dashboard read.
+    pub metrics: crate::metrics::BrokerMetrics,
 }
 
 impl BrokerStats {

@@ -295,12 +295,18 @@ fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingComman
         p.stats
             .get_messages
             .fetch_add(r.messages.len() as u64, Ordering::Relaxed);
-        p.stats
-            .group_gets
-            .add(&h.consumer_group, &h.topic, r.messages.len() as u64);
+        p.stats.group_gets.add(
+            &h.consumer_group,
+            &h.topic,
+            r.messages.len() as u64,
+            r.buffer_total_size as u64,
+        );
         p.stats
             .get_bytes
             .fetch_add(r.buffer_total_size as u64, Ordering::Relaxed);
+        p.stats
+            .metrics
+            .record_pull(&h.consumer_group, &h.topic, h.queue_id, r.next_begin_offset);
         resp.body = join_records(p, &r.messages, r.buffer_total_size);
         resp.remark = None;
     } else {

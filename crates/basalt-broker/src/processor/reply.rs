@@ -79,7 +79,7 @@ pub async fn send_reply(
         if !stored.status.is_stored() {
             tracing::warn!(topic = %h.topic, status = %stored.status, "cannot store a reply message");
         } else if pushed.is_ok() && stored.status == PutMessageStatus::PutOk {
-            resp = response_for(p, &stored, queue_id, None);
+            resp = response_for(p, &h.topic, &stored, queue_id, None);
         }
     }
     resp

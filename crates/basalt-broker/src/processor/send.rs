@@ -177,6 +177,7 @@ pub(super) fn broker_properties(p: &SendPath, raw: &[u8]) -> Vec<u8> {
 /// half message (the producer ends its transaction with it).
 pub(super) fn response_for(
     p: &SendPath,
+    topic: &str,
     r: &PutMessageResult,
     queue_id: i32,
     transaction_id: Option<String>,
@@ -203,6 +204,9 @@ pub(super) fn response_for(
     p.stats
         .put_bytes
         .fetch_add(a.wrote_bytes as u64, std::sync::atomic::Ordering::Relaxed);
+    p.stats
+        .metrics
+        .record_put(topic, a.msg_count as u64, a.wrote_bytes as u64);
     let host = p.config.broker_addr();
     let msg_id = a
         .offsets()
@@ -307,7 +311,7 @@ pub async fn send(p: &SendPath, channel: &Channel, req: &RemotingCommand) -> Rem
     let r = p.writer.put(&[draft], scanned.wait_store_msg_ok()).await;
     // The response names the queue the send was for, before any DLQ or
     // delay rewrite, as in Java.
-    response_for(p, &r, queue_id, transaction_id)
+    response_for(p, &h.topic, &r, queue_id, transaction_id)
 }
 
 /// A retry past the group's limit goes to the group's dead-letter queue.
@@ -459,7 +463,7 @@ async fn send_batch(
         })
         .collect();
     let r = p.writer.put(&drafts, wait_store_msg_ok(batch_props)).await;
-    response_for(p, &r, queue_id, None)
+    response_for(p, &h.topic, &r, queue_id, None)
 }
 
 /// The entries of a batch body, refused when the batch cannot be taken: to

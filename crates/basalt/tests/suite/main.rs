@@ -14,6 +14,7 @@
 // Helpers shared by the tests.
 mod cpp_client;
 mod procs;
+mod prom;
 mod raw;
 mod rmq_client;
 mod standalone;
@@ -36,3 +37,5 @@ mod store_repair;
 mod timers;
 mod transactions;
 mod tool_output;
+mod dashboard;
+mod metrics;
