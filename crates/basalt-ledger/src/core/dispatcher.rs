@@ -14,6 +14,8 @@
 //!   SUCCESS below `end` → TRUNCATE at `compareIndex`;
 //! * no overlap (`end < B` or `begin > E`) → TRUNCATE at `B`;
 //! * `compareIndex < begin` → TRUNCATE at `B`;
+//! * in APPEND, a follower whose next needed entry is below `B` (deleted by
+//!   retention while it was away, same leader) goes back to COMPARE;
 //! * `compareIndex > end` → compare again at `end`;
 //! * otherwise compare again at `compareIndex − 1`; below `B` → TRUNCATE at `B`.
 //!
@@ -346,6 +348,14 @@ impl EntryDispatcher {
     fn pump_append(&mut self, ctx: &mut DispatchCtx<'_>) {
         let now = ctx.now;
         let readable_end = ctx.log.end_index();
+        if self.watermark + 1 < ctx.log.begin_index() {
+            // What the follower needs next was deleted here (it was away while
+            // old files went): no APPEND can reach it. COMPARE finds that the
+            // logs do not overlap and TRUNCATEs at the first kept entry.
+            self.enter_compare();
+            self.pump_compare(ctx);
+            return;
+        }
         if self.pending.len() >= ctx.cfg.max_pending_per_peer || now >= self.last_leak_check + 1000
         {
             let w = self.watermark;

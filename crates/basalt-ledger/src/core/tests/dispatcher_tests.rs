@@ -326,3 +326,44 @@ fn dispatcher_keeps_appends_within_the_byte_window_with_acks_out_of_order() {
         vec![6, 7]
     );
 }
+
+#[test]
+fn dispatcher_recompares_a_follower_whose_next_entry_was_deleted() {
+    let (mut c, mut log, rid, _) = leader_comparing(&[1]);
+    // The follower matches at 1 (the no-op) and takes APPENDs.
+    let _ = step(&mut c, &mut log, 402, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    let mut bodies = BTreeMap::new();
+    bodies.insert(1, (0..6).map(|_| Bytes::from_static(b"x")).collect());
+    let cmds = c.step(
+        403,
+        Event::ClientAppend {
+            client: 1,
+            body_lens: vec![1; 6],
+        },
+        &log,
+    );
+    apply(&mut log, &cmds, &mut bodies);
+    let _ = c.step(403, Event::Written, &log);
+    // It goes away unanswered while retention deletes entries up to 5 here:
+    // its next entry (2) is gone, so no APPEND can reach it again.
+    log.purge_before(6);
+    assert_eq!(log.begin_index(), 6);
+    let cmds = step(&mut c, &mut log, 520, Event::Tick);
+    let (_, rid, r) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .expect("a push to n1");
+    assert_eq!(r.push_type, PushType::Compare);
+    // Its log (0..=1) does not overlap the kept one: TRUNCATE at the first kept entry.
+    let cmds = step(
+        &mut c,
+        &mut log,
+        530,
+        push_resp(1, 0, rid, inconsistent(r.first_index(), 2, 0, 1)),
+    );
+    let (_, _, t) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .expect("a TRUNCATE to n1");
+    assert_eq!((t.push_type, t.first_index()), (PushType::Truncate, 6));
+}
