@@ -21,7 +21,8 @@
 # broker settings (space-separated) to the single / single-sync setups; CLIENT_BIN runs the
 # bench client from another build (to compare two brokers with one client).
 # After each step it prints the CPU time the broker process spent per
-# message (utime + stime from /proc/PID/stat).
+# message (utime + stime from /proc/PID/stat); for ledger3 also the sum over
+# the three members ("members CPU").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -85,6 +86,20 @@ start() {
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# members_ticks: CPU ticks summed over every ledger member (empty list: 0).
+members=()
+members_ticks() {
+  local t=0 p
+  for p in "${members[@]}"; do t=$(( t + $(cpu_ticks "$p") )); done
+  echo "$t"
+}
+members_per_msg() { # TICKS_BEFORE MESSAGES
+  [ ${#members[@]} -gt 1 ] || return 0
+  local now
+  now=$(members_ticks)
+  awk -v t=$(( now - $1 )) -v hz="$(getconf CLK_TCK)" -v n="$2" -v m=${#members[@]} \
+    'BEGIN { if (n > 0) printf "members CPU %.2f us/msg (sum of %d)\n", t * 1e6 / hz / n, m }'
+}
 # cpu_per_msg PID TICKS_BEFORE MESSAGES: broker CPU microseconds per message.
 cpu_per_msg() {
   local now
@@ -152,6 +167,7 @@ case $setup in
     done
     for i in $(seq 0 $((n - 1))); do
       start "b$i" "basalt broker" broker -c "$work/b$i.conf"
+      pv=pid_b$i; members+=("${!pv}")
     done
     # Wait until a leader registered as the master; its RSS is reported.
     main=""
@@ -173,9 +189,11 @@ sleep 1
 pid_var=pid_$main
 echo -n "idle:  "; rss "${!pid_var}"
 ticks=$(cpu_ticks "${!pid_var}")
+mticks=$(members_ticks)
 "$client" bench produce --namesrv "$ns" "${produce_args[@]}" | tee "$work/produce.out"
 total=$(awk '/^total/ {print $2}' "$work/produce.out")
 echo -n "produce: "; cpu_per_msg "${!pid_var}" "$ticks" "${total:-0}"
+members_per_msg "$mticks" "${total:-0}"
 echo -n "after produce:  "; rss "${!pid_var}"
 if [ "${BENCH_CONSUME:-1}" = 1 ]; then
   ticks=$(cpu_ticks "${!pid_var}")

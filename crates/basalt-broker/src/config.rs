@@ -117,6 +117,9 @@ pub struct BrokerConfig {
     /// Acknowledge ledger appends once a majority has them in memory rather
     /// than on disk (faster, loses acknowledged messages if a majority crashes).
     pub dleger_ack_in_memory: bool,
+    /// Offer Basalt's binary entry push to the other members (`dLegerBinaryPush`,
+    /// default true); a member that does not take it gets DLedger's JSON.
+    pub dleger_binary_push: bool,
     /// Member that should lead whenever it is healthy.
     pub dleger_preferred_leader: String,
     /// Maximum frame size accepted from clients.
@@ -233,6 +236,7 @@ impl Default for BrokerConfig {
             dleger_self_id: String::new(),
             dleger_heartbeat_interval: Duration::from_millis(300),
             dleger_ack_in_memory: false,
+            dleger_binary_push: true,
             dleger_preferred_leader: String::new(),
             max_frame_size: 16 * 1024 * 1024,
             server_max_connections: basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS,
@@ -425,6 +429,7 @@ impl BrokerConfig {
             "dLegerSelfId" => self.dleger_self_id = v.to_string(),
             "dLegerHeartbeatInterval" => self.dleger_heartbeat_interval = parse_millis(key, v)?,
             "dLegerAckInMemory" => self.dleger_ack_in_memory = parse_bool(key, v)?,
+            "dLegerBinaryPush" => self.dleger_binary_push = parse_bool(key, v)?,
             "preferredLeaderId" | "dLegerPreferredLeader" => {
                 self.dleger_preferred_leader = v.to_string()
             }

@@ -212,6 +212,7 @@ impl BrokerConfig {
                 ms(self.dleger_heartbeat_interval),
             ),
             ("dLegerAckInMemory", self.dleger_ack_in_memory.to_string()),
+            ("dLegerBinaryPush", self.dleger_binary_push.to_string()),
             ("preferredLeaderId", self.dleger_preferred_leader.clone()),
         ]
     }

@@ -47,6 +47,13 @@ pub struct LedgerConfig {
     pub max_vote_interval_ms: u64,
     /// In-flight APPEND requests per follower (`maxPendingSize`, 1000).
     pub max_pending_per_peer: usize,
+    /// Entry bytes of the APPEND requests in flight to one follower (Basalt's
+    /// pipelining window, 4 MiB; DLedger limits only the count). At least one
+    /// request is always allowed.
+    pub max_push_window_bytes: u64,
+    /// Offer Basalt's binary entry push on each new connection (true); a peer that
+    /// does not take it (DLedger) gets JSON. False sends JSON to everyone.
+    pub binary_push: bool,
     /// Resend an unacknowledged APPEND after this long (`maxPushTimeOutMs`, 1000).
     pub max_push_timeout_ms: u64,
     /// Resend an unanswered COMPARE/TRUNCATE after this long (DLedger waits 3 s).
@@ -112,6 +119,8 @@ impl LedgerConfig {
             min_vote_interval_ms: 300,
             max_vote_interval_ms: 1000,
             max_pending_per_peer: 1000,
+            max_push_window_bytes: 4 * 1024 * 1024,
+            binary_push: true,
             max_push_timeout_ms: 1000,
             compare_timeout_ms: 3000,
             commit_push_interval_ms: 1000,

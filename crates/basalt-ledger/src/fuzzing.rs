@@ -3,7 +3,7 @@
 
 use crate::entry::{EntryHeader, HEADER_SIZE, IndexUnit};
 use crate::store::scan_bytes;
-use crate::wire;
+use crate::{wire, wire_bin};
 
 /// Entry header and index unit decoding: what decodes re-encodes to the same bytes.
 pub fn entry_decode(data: &[u8]) {
@@ -43,6 +43,28 @@ pub fn wire_decode(data: &[u8]) {
         assert_eq!(back.request, d.request);
     }
     let _ = wire::decode_response(code, body);
+}
+
+/// Basalt's binary push and its answer: a push that decodes re-encodes to the
+/// same bytes, an answer that decodes re-encodes to the same bytes.
+pub fn wire_bin_decode(data: &[u8]) {
+    let body = bytes::Bytes::copy_from_slice(data);
+    if let Ok(d) = wire_bin::decode_push_request(&body)
+        && let crate::protocol::Request::Push(p) = &d.request
+    {
+        let empty = crate::protocol::NodeId::new("");
+        let local = d.local_id.clone().unwrap_or_else(|| empty.clone());
+        let remote = d.remote_id.clone().unwrap_or(empty);
+        let ids = wire::Ids {
+            group: d.group.as_deref().unwrap_or(""),
+            local_id: &local,
+            remote_id: &remote,
+        };
+        assert_eq!(wire_bin::encode_push_request(&ids, p), body);
+    }
+    if let Ok(r) = wire_bin::decode_push_response(data) {
+        assert_eq!(&wire_bin::encode_push_response(&r)[..], data);
+    }
 }
 
 /// The recovery scanner over arbitrary data files: the first byte picks the file

@@ -4,7 +4,8 @@
 //! * [`core`] — the I/O-free state machines (election, `EntryDispatcher`,
 //!   `EntryHandler`, `QuorumAckChecker`), driven by events, emitting commands;
 //! * [`entry`] — the on-disk entry layout shared by everything;
-//! * [`protocol`] — the messages members exchange; [`wire`] — their JSON form;
+//! * [`protocol`] — the messages members exchange; [`wire`] — their JSON form,
+//!   [`wire_bin`] — the binary push Basalt members negotiate;
 //! * [`store`] — the mmap ledger store, recovery, zero-copy [`LedgerReader`],
 //!   [`check_ledger_dir`];
 //! * [`runtime`] — [`Ledger::start`] and [`LedgerHandle`], the API the broker uses;
@@ -24,6 +25,7 @@ pub mod sim;
 pub mod store;
 pub mod transport;
 pub mod wire;
+pub mod wire_bin;
 
 pub use config::{AckMode, LedgerConfig};
 pub use core::{AppendReceipt, Role};

@@ -112,8 +112,14 @@ impl Ledger {
         listener: TcpListener,
     ) -> Result<LedgerHandle, LedgerError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let transport =
-            TcpTransport::start(listener, &config.group, &config.self_id, &config.peers, tx);
+        let transport = TcpTransport::start(
+            listener,
+            &config.group,
+            &config.self_id,
+            &config.peers,
+            tx,
+            config.binary_push,
+        );
         Ledger::start_with_transport(config, transport, rx).await
     }
 

@@ -37,6 +37,8 @@ pub const LEADERSHIP_TRANSFER: i32 = 51005;
 pub enum WireError {
     #[error("bad JSON body for code {code}: {reason}")]
     Json { code: i32, reason: String },
+    #[error("bad binary body for code {code}: {reason}")]
+    Binary { code: i32, reason: String },
     #[error("bad entry: {0}")]
     Entry(String),
     #[error("unknown request code {0}")]

@@ -169,6 +169,7 @@ impl LedgerMode {
         } else {
             AckMode::Durable
         };
+        lc.binary_push = cfg.dleger_binary_push;
         if !cfg.dleger_preferred_leader.is_empty() {
             lc.preferred_leader = Some(NodeId::new(&cfg.dleger_preferred_leader));
         }

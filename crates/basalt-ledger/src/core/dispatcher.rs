@@ -14,6 +14,8 @@
 //!   SUCCESS below `end` → TRUNCATE at `compareIndex`;
 //! * no overlap (`end < B` or `begin > E`) → TRUNCATE at `B`;
 //! * `compareIndex < begin` → TRUNCATE at `B`;
+//! * in APPEND, a follower whose next needed entry is below `B` (deleted by
+//!   retention while it was away, same leader) goes back to COMPARE;
 //! * `compareIndex > end` → compare again at `end`;
 //! * otherwise compare again at `compareIndex − 1`; below `B` → TRUNCATE at `B`.
 //!
@@ -30,8 +32,11 @@
 //!   `[index, index + count)` proves that); it never decreases within a term.
 //! * In APPEND, every index in `(watermark, write_index)` belongs to a pending
 //!   request (so the request holding `watermark + 1` can always be resent).
-//! * At most `max_pending_per_peer` APPEND requests are in flight; a COMPARE or
-//!   TRUNCATE is alone in flight and resent after `compare_timeout`.
+//! * At most `max_pending_per_peer` APPEND requests are in flight, holding at most
+//!   `max_push_window_bytes` of entries between them (the pipelining window; the
+//!   first request is always allowed, however large); a COMPARE or TRUNCATE is
+//!   alone in flight and resent after `compare_timeout`. `pending_bytes` is the sum
+//!   of the pending requests' `bytes`.
 
 use std::collections::BTreeMap;
 
@@ -60,6 +65,8 @@ pub(crate) struct Inflight {
 pub(crate) struct PendingAppend {
     pub(crate) count: i64,
     pub(crate) sent_at: u64,
+    /// Entry bytes (headers and bodies) of the request.
+    pub(crate) bytes: u64,
 }
 
 /// Catch-up bandwidth limit (DLedger `Quota`): bytes per one-second window.
@@ -138,6 +145,8 @@ pub struct EntryDispatcher {
     pub(crate) watermark: i64,
     pub(crate) inflight: Option<Inflight>,
     pub(crate) pending: BTreeMap<i64, PendingAppend>,
+    /// Sum of `pending`'s `bytes`.
+    pub(crate) pending_bytes: u64,
     /// Last time anything was pushed (`lastPushCommitTimeMs`).
     pub(crate) last_push: u64,
     pub(crate) last_leak_check: u64,
@@ -163,6 +172,7 @@ impl EntryDispatcher {
             watermark: -1,
             inflight: None,
             pending: BTreeMap::new(),
+            pending_bytes: 0,
             last_push: now,
             last_leak_check: now,
             quota: Quota::default(),
@@ -220,7 +230,7 @@ impl EntryDispatcher {
         self.known_match = -1;
         self.probed = false;
         self.inflight = None;
-        self.pending.clear();
+        self.clear_pending();
         self.watermark = self.watermark.max(index);
         self.write_index = index + 1;
     }
@@ -231,7 +241,38 @@ impl EntryDispatcher {
         self.known_match = -1;
         self.probed = false;
         self.inflight = None;
+        self.clear_pending();
+    }
+
+    fn clear_pending(&mut self) {
         self.pending.clear();
+        self.pending_bytes = 0;
+    }
+
+    /// Records a request in flight (replacing a resent one with the same first
+    /// index), keeping `pending_bytes` in step.
+    fn add_pending(&mut self, first: i64, p: PendingAppend) {
+        if let Some(old) = self.pending.insert(first, p) {
+            self.pending_bytes -= old.bytes;
+        }
+        self.pending_bytes += p.bytes;
+    }
+
+    /// Forgets the requests entirely at or below the water mark.
+    fn drop_acknowledged(&mut self) {
+        while let Some((&first, p)) = self.pending.first_key_value() {
+            if first + p.count - 1 > self.watermark {
+                break;
+            }
+            self.pending_bytes -= p.bytes;
+            self.pending.pop_first();
+        }
+    }
+
+    /// Whether another APPEND may go out now (count and byte window).
+    fn window_open(&self, cfg: &CoreTimings) -> bool {
+        self.pending.len() < cfg.max_pending_per_peer
+            && (self.pending.is_empty() || self.pending_bytes < cfg.max_push_window_bytes)
     }
 
     fn start_truncate(&mut self, ctx: &mut DispatchCtx<'_>, index: i64) {
@@ -307,17 +348,26 @@ impl EntryDispatcher {
     fn pump_append(&mut self, ctx: &mut DispatchCtx<'_>) {
         let now = ctx.now;
         let readable_end = ctx.log.end_index();
+        if self.watermark + 1 < ctx.log.begin_index() {
+            // What the follower needs next was deleted here (it was away while
+            // old files went): no APPEND can reach it. COMPARE finds that the
+            // logs do not overlap and TRUNCATEs at the first kept entry.
+            self.enter_compare();
+            self.pump_compare(ctx);
+            return;
+        }
         if self.pending.len() >= ctx.cfg.max_pending_per_peer || now >= self.last_leak_check + 1000
         {
             let w = self.watermark;
             self.pending.retain(|first, p| *first + p.count - 1 > w);
+            self.pending_bytes = self.pending.values().map(|p| p.bytes).sum();
             self.last_leak_check = now;
         }
         if self.throttled_until <= now {
             self.throttled_until = 0;
         }
         while self.write_index <= readable_end
-            && self.pending.len() < ctx.cfg.max_pending_per_peer
+            && self.window_open(ctx.cfg)
             && self.throttled_until == 0
         {
             let entries = self.next_append_batch(ctx, readable_end);
@@ -326,12 +376,14 @@ impl EntryDispatcher {
             }
             let first = self.write_index;
             let count = entries.len() as i64;
+            let bytes = entries.iter().map(|e| e.size() as u64).sum();
             ctx.push(&self.peer, PushType::Append, entries);
-            self.pending.insert(
+            self.add_pending(
                 first,
                 PendingAppend {
                     count,
                     sent_at: now,
+                    bytes,
                 },
             );
             self.write_index += count;
@@ -395,11 +447,12 @@ impl EntryDispatcher {
             }
             if entries.len() as i64 == p.count {
                 ctx.push(&self.peer, PushType::Append, entries);
-                self.pending.insert(
+                self.add_pending(
                     first,
                     PendingAppend {
                         count: p.count,
                         sent_at: now,
+                        bytes: p.bytes,
                     },
                 );
                 self.last_push = now;
@@ -443,12 +496,7 @@ impl EntryDispatcher {
                     // Requests entirely at or below the water mark are done (an answer
                     // may cover fewer entries than the request with the same first
                     // index, e.g. a late COMPARE answer).
-                    while let Some((&first, p)) = self.pending.first_key_value() {
-                        if first + p.count - 1 > self.watermark {
-                            break;
-                        }
-                        self.pending.pop_first();
-                    }
+                    self.drop_acknowledged();
                     self.pump(ctx);
                 }
                 ResponseCode::InconsistentState if self.pending.contains_key(&resp.index) => {

@@ -276,6 +276,11 @@ impl LedgerCore {
                         d.watermark,
                         self.end_index
                     );
+                    debug_assert_eq!(
+                        d.pending_bytes,
+                        d.pending.values().map(|p| p.bytes).sum::<u64>(),
+                        "{me}: in-flight bytes to {peer} out of step"
+                    );
                 }
             }
         }

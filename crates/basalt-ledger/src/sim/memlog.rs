@@ -59,6 +59,15 @@ impl MemLog {
         &self.entries[..self.durable_len]
     }
 
+    /// Drops the entries before `index`, keeping at least the last one (what
+    /// retention does on a member; for tests).
+    pub fn purge_before(&mut self, index: i64) {
+        let n = ((index - self.first).max(0) as usize).min(self.entries.len().saturating_sub(1));
+        self.entries.drain(..n);
+        self.first += n as i64;
+        self.durable_len = self.durable_len.saturating_sub(n);
+    }
+
     /// Index of the first entry (valid when not empty).
     pub fn first_index(&self) -> i64 {
         self.first

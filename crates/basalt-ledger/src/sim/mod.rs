@@ -68,6 +68,9 @@ pub struct SimOptions {
     pub batch_push: bool,
     pub preferred_leader: bool,
     pub max_pending_per_peer: usize,
+    /// The pipelining window in entry bytes (small ones hold two or three
+    /// entries, so acknowledgements arriving out of order matter).
+    pub max_push_window_bytes: u64,
     pub data_file_size: i64,
     /// Mean gap between client appends (simulated ms).
     pub client_interval_ms: u64,
@@ -83,7 +86,7 @@ pub struct SimOptions {
 
 impl SimOptions {
     /// A setup varied by the seed: 3 or 5 nodes, ack mode, batch push, preferred
-    /// leader, small pending windows and small data files.
+    /// leader, small pending windows (by count and by bytes) and small data files.
     pub fn for_seed(seed: u64) -> SimOptions {
         let mut r = SplitMix64::new(seed ^ 0x005E_ED0F_5EED);
         SimOptions {
@@ -100,6 +103,8 @@ impl SimOptions {
             preferred_leader: r.range(0, 4) == 0,
             max_pending_per_peer: [2, 8, 1000][r.range(0, 3) as usize],
             data_file_size: [512, 1024, 4096][r.range(0, 3) as usize],
+            // Drawn last so the earlier choices of every seed stay as they were.
+            max_push_window_bytes: [150, 400, 4 << 20][r.range(0, 3) as usize],
             client_interval_ms: 8,
             fault_interval_ms: 150,
             crashes: true,
@@ -117,6 +122,7 @@ impl SimOptions {
         c.min_vote_interval_ms = 100;
         c.max_vote_interval_ms = 250;
         c.max_pending_per_peer = self.max_pending_per_peer;
+        c.max_push_window_bytes = self.max_push_window_bytes;
         c.max_push_timeout_ms = 60;
         c.compare_timeout_ms = 150;
         c.commit_push_interval_ms = 50;

@@ -469,14 +469,32 @@ impl LogRead for LedgerStore {
             ));
         }
         let body = self
-            .data
-            .read(unit.pos + HEADER_SIZE as i64, h.body_len as usize)
+            .body_of(index, unit.pos + HEADER_SIZE as i64, h.body_len as usize)
             .ok_or_else(|| format!("body of {index} is outside the data files"))?;
         h.check_body(&body)
             .map_err(|e| format!("entry {index} at {}: {e}", unit.pos))?;
-        Ok(Some(Entry {
-            header: h,
-            body: Bytes::from(body),
+        Ok(Some(Entry { header: h, body }))
+    }
+}
+
+impl LedgerStore {
+    /// The body of entry `index` at `pos`: a committed one shares the mapping
+    /// (committed bytes are never rewritten, so a push of a catching-up follower
+    /// goes from the mapping to the socket); an uncommitted one, which a
+    /// truncation may still rewrite, is copied.
+    fn body_of(&self, index: i64, pos: i64, len: usize) -> Option<Bytes> {
+        if index > self.shared.committed_index.load(Ordering::Acquire) {
+            return self.data.read(pos, len).map(Bytes::from);
+        }
+        let file = self.data.find(pos)?;
+        let off = (pos - file.start()) as usize;
+        if off + len > file.size() as usize {
+            return None;
+        }
+        Some(Bytes::from_owner(super::SegmentSlice {
+            file: file.clone(),
+            off,
+            len,
         }))
     }
 }

@@ -6,11 +6,13 @@
 //! [`crate::protocol`]: a transport delivers a response with the id of the request
 //! it answers.
 //!
-//! * [`tcp::TcpTransport`] — DLedger RPCs in RocketMQ remoting frames over TCP;
+//! * [`tcp::TcpTransport`] — DLedger RPCs in RocketMQ remoting frames over TCP,
+//!   pushes between Basalt members in the binary form they negotiate;
 //! * [`mem::MemNetwork`] — in-process channels with partitions, for tests.
 
 pub mod mem;
 pub mod tcp;
+mod tcp_codec;
 
 use tokio::sync::mpsc;
 

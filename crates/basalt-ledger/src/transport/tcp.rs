@@ -1,5 +1,6 @@
 //! DLedger RPCs over TCP in RocketMQ remoting frames (codes and JSON bodies in
-//! [`crate::wire`]), on `basalt-remoting`'s [`RemotingServer`] and
+//! [`crate::wire`], Basalt's binary push in [`crate::wire_bin`], which one in
+//! [`super::tcp_codec`]), on `basalt-remoting`'s [`RemotingServer`] and
 //! [`RemotingClient`].
 //!
 //! * Inbound: the server hands each request frame to [`LedgerProcessor`], which
@@ -7,7 +8,8 @@
 //!   member's inbox and waits for the core's response with that id (the server
 //!   runs requests concurrently, so a follower's answer waiting for an fsync does
 //!   not hold up the next push).
-//! * Outbound: one task per peer owns the connection and sends requests in the
+//! * Outbound: one task per peer owns the connection, sends a HELLO on each new
+//!   one to choose the push encoding, and sends requests in the
 //!   order the core emitted them (each send is queued before the next one is
 //!   looked at); each response is decoded and pushed into the inbox with the
 //!   core's request id.
@@ -28,6 +30,7 @@ use basalt_remoting::{
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
+use super::tcp_codec::{self, PushEncoding};
 use super::{Inbox, Transport};
 use crate::protocol::{Envelope, NodeId, Request, RequestId, Response, ResponseCode, Rpc};
 use crate::wire::{self, Ids};
@@ -47,6 +50,8 @@ struct Inner {
     next_inbound: AtomicU64,
     queues: BTreeMap<NodeId, mpsc::UnboundedSender<(RequestId, Request)>>,
     client: RemotingClient,
+    /// Offer the binary push on new connections.
+    binary_push: bool,
 }
 
 /// Serves the ledger RPC codes on a remoting server. Requests that arrive before
@@ -66,14 +71,19 @@ impl RequestProcessor for LedgerProcessor {
         channel: &Channel,
         request: RemotingCommand,
     ) -> Option<RemotingCommand> {
+        let code = request.code;
+        if code == crate::wire_bin::HELLO {
+            // Answered before the member starts too: the encoding is the
+            // connection's, whatever the member's state.
+            return Some(tcp_codec::answer_hello(&request));
+        }
         let Some(inner) = self.inner.get().cloned() else {
             return Some(RemotingCommand::response(
                 rcode::SYSTEM_BUSY,
                 Some("ledger member not started".into()),
             ));
         };
-        let code = request.code;
-        let decoded = match wire::decode_request(code, &request.body) {
+        let decoded = match tcp_codec::decode_request(code, &request.body) {
             Ok(d) => d,
             Err(wire::WireError::UnknownCode(_)) => {
                 return Some(RemotingCommand::not_supported(&request));
@@ -93,7 +103,7 @@ impl RequestProcessor for LedgerProcessor {
             remote_id: &from,
         };
         let refuse = |code_: ResponseCode| {
-            let body = wire::error_response(&ids, code, -1, code_);
+            let body = tcp_codec::error_response(code, &ids, -1, code_);
             Some(RemotingCommand::response(rcode::SUCCESS, None).with_body(body))
         };
         if decoded.group.as_deref().is_some_and(|g| g != inner.group) {
@@ -126,7 +136,7 @@ impl RequestProcessor for LedgerProcessor {
         }
         match tokio::time::timeout(REQUEST_TIMEOUT, rx).await {
             Ok(Ok(resp)) => {
-                let body = wire::encode_response(&ids, &resp);
+                let body = tcp_codec::encode_response(code, &ids, &resp);
                 Some(RemotingCommand::response(rcode::SUCCESS, None).with_body(body))
             }
             _ => {
@@ -168,13 +178,15 @@ pub struct TcpTransport {
 
 impl TcpTransport {
     /// Starts serving on `listener` and connecting to `peers` (id → address, self
-    /// excluded or not), delivering into `inbox`.
+    /// excluded or not), delivering into `inbox`. `binary_push` offers Basalt's
+    /// binary push on each connection (false: JSON only, as DLedger).
     pub fn start(
         listener: TcpListener,
         group: &str,
         self_id: &NodeId,
         peers: &BTreeMap<NodeId, String>,
         inbox: Inbox,
+        binary_push: bool,
     ) -> Arc<TcpTransport> {
         let client = RemotingClient::new(RemotingClientConfig {
             connect_timeout: Duration::from_secs(1),
@@ -198,6 +210,7 @@ impl TcpTransport {
             next_inbound: AtomicU64::new(1),
             queues,
             client,
+            binary_push,
         });
         let tasks = receivers
             .into_iter()
@@ -248,13 +261,12 @@ async fn peer_loop(
     addr: String,
     mut rx: mpsc::UnboundedReceiver<(RequestId, Request)>,
 ) {
-    let mut channel: Option<Channel> = None;
+    let mut channel: Option<(Channel, PushEncoding)> = None;
     while let Some((id, req)) = rx.recv().await {
-        if channel.as_ref().is_none_or(|c| c.is_closed()) {
-            match inner.client.channel(&addr).await {
-                Ok(c) => channel = Some(c),
-                Err(e) => {
-                    tracing::debug!(peer = %peer, addr, error = %e, "ledger peer unreachable");
+        if channel.as_ref().is_none_or(|(c, _)| c.is_closed()) {
+            match connect(&inner, &peer, &addr).await {
+                Some(c) => channel = Some(c),
+                None => {
                     channel = None;
                     // Drop what queued meanwhile; the core resends what matters.
                     tokio::time::sleep(RECONNECT_BACKOFF).await;
@@ -263,42 +275,71 @@ async fn peer_loop(
                 }
             }
         }
-        let Some(ch) = channel.clone() else { continue };
-        let ids = Ids {
-            group: &inner.group,
-            local_id: &inner.self_id,
-            remote_id: &peer,
+        let Some((ch, enc)) = channel.clone() else {
+            continue;
         };
-        let (code, body) = wire::encode_request(&ids, &req);
-        let cmd = RemotingCommand::request(code).with_body(body);
-        let inbox = inner.inbox.clone();
-        let me = inner.self_id.clone();
-        let from = peer.clone();
-        let mut task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
-            match ch.request(cmd, REQUEST_TIMEOUT).await {
-                Ok(resp) if resp.code == rcode::SUCCESS => {
-                    match wire::decode_response(code, &resp.body) {
-                        Ok(body) => {
-                            let _ = inbox.send(Envelope {
-                                from,
-                                to: me,
-                                rpc: Rpc::Response { id, body },
-                            });
-                        }
-                        Err(e) => tracing::warn!(peer = %from, error = %e, "bad ledger response"),
-                    }
-                }
-                Ok(resp) => {
-                    tracing::debug!(peer = %from, code = resp.code, remark = ?resp.remark, "ledger request refused")
-                }
-                Err(e) => tracing::debug!(peer = %from, error = %e, "ledger request failed"),
-            }
-        });
-        // Poll once here so the frame is queued before the next request's: pushes
-        // reach the follower in the order the leader sent them.
-        let mut cx = Context::from_waker(Waker::noop());
-        if task.as_mut().poll(&mut cx).is_pending() {
-            tokio::spawn(task);
+        send_one(&inner, &peer, ch, enc, id, req);
+    }
+}
+
+/// A new connection to `peer` and the push encoding its HELLO chose.
+async fn connect(inner: &Inner, peer: &NodeId, addr: &str) -> Option<(Channel, PushEncoding)> {
+    let ch = match inner.client.channel(addr).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(peer = %peer, addr, error = %e, "ledger peer unreachable");
+            return None;
         }
+    };
+    let enc = tcp_codec::negotiate(&ch, inner.binary_push).await;
+    tracing::debug!(peer = %peer, addr, encoding = ?enc, "ledger connection");
+    Some((ch, enc))
+}
+
+/// Queues one request on `ch` and routes its answer into the inbox.
+fn send_one(
+    inner: &Inner,
+    peer: &NodeId,
+    ch: Channel,
+    enc: PushEncoding,
+    id: RequestId,
+    req: Request,
+) {
+    let ids = Ids {
+        group: &inner.group,
+        local_id: &inner.self_id,
+        remote_id: peer,
+    };
+    let (code, body) = tcp_codec::encode_request(enc, &ids, &req);
+    drop(req);
+    let cmd = RemotingCommand::request(code).with_body(body);
+    let inbox = inner.inbox.clone();
+    let me = inner.self_id.clone();
+    let from = peer.clone();
+    let mut task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+        match ch.request(cmd, REQUEST_TIMEOUT).await {
+            Ok(resp) if resp.code == rcode::SUCCESS => {
+                match tcp_codec::decode_response(code, &resp.body) {
+                    Ok(body) => {
+                        let _ = inbox.send(Envelope {
+                            from,
+                            to: me,
+                            rpc: Rpc::Response { id, body },
+                        });
+                    }
+                    Err(e) => tracing::warn!(peer = %from, error = %e, "bad ledger response"),
+                }
+            }
+            Ok(resp) => {
+                tracing::debug!(peer = %from, code = resp.code, remark = ?resp.remark, "ledger request refused")
+            }
+            Err(e) => tracing::debug!(peer = %from, error = %e, "ledger request failed"),
+        }
+    });
+    // Poll once here so the frame is queued before the next request's: pushes
+    // reach the follower in the order the leader sent them.
+    let mut cx = Context::from_waker(Waker::noop());
+    if task.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(task);
     }
 }

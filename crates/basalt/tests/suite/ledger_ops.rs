@@ -5,7 +5,8 @@
 //! readable; `basalt admin ledger status` shows the live group (table and
 //! JSON); `basalt admin ledger transfer` moves leadership and the new leader
 //! takes sends; a delay level configured to 2 s (the default level 2 is 5 s)
-//! is honoured.
+//! is honoured. A follower stopped while the old files went is brought back
+//! from the leader's first kept entry.
 
 use crate::procs;
 
@@ -300,6 +301,150 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
         "delay level 2 (2 s here, 5 s by default) took {took:?}"
     );
 
+    producer.shutdown().await;
+    pc.shutdown().await;
+    admin.shutdown();
+}
+
+/// The group status of member `id` as `admin ledger status --json` shows it.
+fn member_status(st: &serde_json::Value, id: &str) -> Option<serde_json::Value> {
+    st[0]["members"]
+        .as_array()?
+        .iter()
+        .find(|m| m["status"]["selfId"] == id)
+        .map(|m| m["status"].clone())
+}
+
+/// A follower stopped while the group wrote several files and deleted the old
+/// ones comes back behind the leader's first kept entry: the leader brings it
+/// back from that entry (a TRUNCATE there, then APPENDs), and it can lead and
+/// serve every retained message afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledger_follower_behind_the_first_kept_entry_is_brought_back() {
+    let work = tempfile::tempdir().unwrap();
+    let every_hour = (0..24)
+        .map(|h| format!("{h:02}"))
+        .collect::<Vec<_>>()
+        .join(";");
+    let mut group = LedgerGroup::start(
+        work.path(),
+        &[
+            format!("mappedFileSizeCommitLog={FILE}"),
+            "maxMessageSize=16384".into(),
+            "fileReservedTimeMillis=3000".into(),
+            format!("deleteWhen={every_hour}"),
+            "cleanResourceInterval=500".into(),
+        ],
+    );
+    let ns = group.ns_addr.clone();
+    let admin = Admin::new(client_config(&ns));
+    let master = group.master(&admin, None).await;
+    admin
+        .create_topic(&master, &TopicConfig::new(TOPIC, 2))
+        .await
+        .unwrap();
+    group.wait_topic_everywhere(TOPIC).await;
+    let st = status_json(&ns);
+    let (away, _, _) = members(&st)
+        .into_iter()
+        .find(|(_, r, _)| r == "FOLLOWER")
+        .expect("a follower");
+    let k: usize = away[1..].parse().expect("member ids are nK");
+    group.stop_member(k);
+
+    let producer = Producer::with_options(
+        "lo-behind",
+        client_config(&ns),
+        ProducerOptions {
+            retry_times_when_send_failed: 2,
+            ..Default::default()
+        },
+    );
+    producer.start().await.unwrap();
+    let mut body = vec![b'x'; 1000];
+    for n in 0..2000u32 {
+        body[..2].copy_from_slice(b"m-");
+        body[2..10].copy_from_slice(format!("{n:08}").as_bytes());
+        let r = producer
+            .send(&Message::new(TOPIC, body.clone()))
+            .await
+            .expect("send");
+        assert_eq!(r.status, SendStatus::SendOk);
+    }
+    let others: Vec<usize> = (0..3).filter(|i| *i != k).collect();
+    eventually(
+        "old ledger files deleted on the running members",
+        Duration::from_secs(30),
+        async || {
+            others.iter().all(|i| {
+                data_files(work.path(), *i)
+                    .first()
+                    .is_some_and(|s| *s >= 4 * FILE)
+            })
+        },
+    )
+    .await;
+    // The stopped member's log ends before the leader's first kept byte.
+    let kept_from = others
+        .iter()
+        .map(|i| data_files(work.path(), *i)[0])
+        .min()
+        .unwrap();
+    // (Its files are no guide: members create data files ahead of the writer.)
+    let away_dir = work
+        .path()
+        .join(format!("store{k}"))
+        .join(format!("dledger-n{k}"));
+    let report = basalt_ledger::check_ledger_dir(&away_dir).expect("check the stopped member");
+    assert!(report.is_ok(), "{report}");
+    assert!(
+        report.end_pos <= kept_from as i64,
+        "member {k} ends at {} before the first kept file at {kept_from}",
+        report.end_pos
+    );
+
+    group.restart_member(k);
+    eventually(
+        "the member is back, level with the leader",
+        Duration::from_secs(30),
+        async || {
+            let st = status_json(&ns);
+            let (Some(me), Some(leader)) = (
+                member_status(&st, &away),
+                st[0]["members"]
+                    .as_array()
+                    .and_then(|m| m.iter().find(|m| m["status"]["role"] == "LEADER"))
+                    .map(|m| m["status"].clone()),
+            ) else {
+                return false;
+            };
+            me["role"] == "FOLLOWER"
+                && me["endIndex"] == leader["endIndex"]
+                && me["committedIndex"] == leader["committedIndex"]
+                && me["beginIndex"].as_i64() >= leader["beginIndex"].as_i64()
+                && me["beginIndex"].as_i64().is_some_and(|b| b > 0)
+        },
+    )
+    .await;
+
+    // It leads and serves every retained message from its own ledger.
+    let out = admin_cli(&ns, &["ledger", "transfer", "--to", &away, "-c", "LC"]);
+    assert!(out.contains(&format!("to {away}")), "{out}");
+    let _ = group.master(&admin, Some(&master)).await;
+    let pc = PullConsumer::new("lo-behind-reader", client_config(&ns));
+    pc.start().await.unwrap();
+    let mut retained = 0;
+    for q in pc.fetch_queues(TOPIC).await.unwrap() {
+        let (min, max) = (
+            pc.min_offset(&q).await.unwrap(),
+            pc.max_offset(&q).await.unwrap(),
+        );
+        retained += read_range(&pc, &q, min, max).await;
+    }
+    assert!(
+        retained > 0 && retained < 2000,
+        "retained {retained} of 2000"
+    );
     producer.shutdown().await;
     pc.shutdown().await;
     admin.shutdown();

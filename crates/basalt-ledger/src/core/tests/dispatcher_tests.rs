@@ -259,3 +259,111 @@ fn batch_push_groups_what_is_written() {
         .collect();
     assert_eq!(sizes, vec![vec![2, 3, 4], vec![5, 6, 7]]);
 }
+
+#[test]
+fn dispatcher_keeps_appends_within_the_byte_window_with_acks_out_of_order() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1]);
+    let mut cfg = config(3, 0);
+    cfg.max_pending_per_peer = 100;
+    // Entries of one body byte take 49 bytes: two fit in the window.
+    cfg.max_push_window_bytes = 98;
+    let (mut c, cmds) = leader_with(cfg, 2, &mut log);
+    let (_, rid, _) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .expect("a COMPARE to n1");
+    let _ = step(&mut c, &mut log, 402, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    let mut bodies = BTreeMap::new();
+    bodies.insert(1, (0..6).map(|_| Bytes::from_static(b"x")).collect());
+    let cmds = c.step(
+        403,
+        Event::ClientAppend {
+            client: 1,
+            body_lens: vec![1; 6],
+        },
+        &log,
+    );
+    apply(&mut log, &cmds, &mut bodies);
+    let to_n1 = |cmds: &[LedgerCommand]| -> Vec<(u64, i64)> {
+        push_requests(cmds)
+            .into_iter()
+            .filter(|(to, _, r)| *to == id(1) && r.push_type == PushType::Append)
+            .map(|(_, rid, r)| (rid, r.first_index()))
+            .collect()
+    };
+    let first = to_n1(&c.step(403, Event::Written, &log));
+    assert_eq!(first.iter().map(|x| x.1).collect::<Vec<_>>(), vec![2, 3]);
+    // The answer for 3 arrives before the one for 2: it covers both (the follower
+    // appends in order), so the window opens for two more.
+    let cmds = step(
+        &mut c,
+        &mut log,
+        404,
+        push_resp(1, 0, first[1].0, ok(3, 1, 2, 3)),
+    );
+    let next = to_n1(&cmds);
+    assert_eq!(next.iter().map(|x| x.1).collect::<Vec<_>>(), vec![4, 5]);
+    assert_eq!(c.peer_watermarks().unwrap()[&id(1)], 3);
+    // The late answer for 2 changes nothing.
+    let cmds = step(
+        &mut c,
+        &mut log,
+        405,
+        push_resp(1, 0, first[0].0, ok(2, 1, 2, 2)),
+    );
+    assert!(to_n1(&cmds).is_empty(), "{:?}", to_n1(&cmds));
+    assert_eq!(c.peer_watermarks().unwrap()[&id(1)], 3);
+    // Acknowledged through 5: the last two go out.
+    let cmds = step(
+        &mut c,
+        &mut log,
+        406,
+        push_resp(1, 0, next[1].0, ok(5, 1, 2, 5)),
+    );
+    assert_eq!(
+        to_n1(&cmds).iter().map(|x| x.1).collect::<Vec<_>>(),
+        vec![6, 7]
+    );
+}
+
+#[test]
+fn dispatcher_recompares_a_follower_whose_next_entry_was_deleted() {
+    let (mut c, mut log, rid, _) = leader_comparing(&[1]);
+    // The follower matches at 1 (the no-op) and takes APPENDs.
+    let _ = step(&mut c, &mut log, 402, push_resp(1, 0, rid, ok(1, 1, 2, 1)));
+    let mut bodies = BTreeMap::new();
+    bodies.insert(1, (0..6).map(|_| Bytes::from_static(b"x")).collect());
+    let cmds = c.step(
+        403,
+        Event::ClientAppend {
+            client: 1,
+            body_lens: vec![1; 6],
+        },
+        &log,
+    );
+    apply(&mut log, &cmds, &mut bodies);
+    let _ = c.step(403, Event::Written, &log);
+    // It goes away unanswered while retention deletes entries up to 5 here:
+    // its next entry (2) is gone, so no APPEND can reach it again.
+    log.purge_before(6);
+    assert_eq!(log.begin_index(), 6);
+    let cmds = step(&mut c, &mut log, 520, Event::Tick);
+    let (_, rid, r) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .expect("a push to n1");
+    assert_eq!(r.push_type, PushType::Compare);
+    // Its log (0..=1) does not overlap the kept one: TRUNCATE at the first kept entry.
+    let cmds = step(
+        &mut c,
+        &mut log,
+        530,
+        push_resp(1, 0, rid, inconsistent(r.first_index(), 2, 0, 1)),
+    );
+    let (_, _, t) = push_requests(&cmds)
+        .into_iter()
+        .find(|(to, _, _)| *to == id(1))
+        .expect("a TRUNCATE to n1");
+    assert_eq!((t.push_type, t.first_index()), (PushType::Truncate, 6));
+}

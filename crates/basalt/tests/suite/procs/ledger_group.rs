@@ -17,6 +17,9 @@ pub struct LedgerGroup {
     pub ns_addr: String,
     brokers: Vec<Proc>,
     broker_ports: Vec<u16>,
+    /// Each member's configuration file, to start it again.
+    confs: Vec<std::path::PathBuf>,
+    work: std::path::PathBuf,
 }
 
 impl LedgerGroup {
@@ -30,7 +33,7 @@ impl LedgerGroup {
             .map(|i| format!("n{i}-127.0.0.1:{}", ledger_ports[i]))
             .collect::<Vec<_>>()
             .join(";");
-        let brokers = (0..3)
+        let confs: Vec<std::path::PathBuf> = (0..3)
             .map(|i| {
                 let store = work.join(format!("store{i}")).display().to_string();
                 let mut pairs: Vec<(&str, String)> = vec![
@@ -55,21 +58,28 @@ impl LedgerGroup {
                     let (k, v) = kv.split_once('=').expect("key=value");
                     pairs.push((k, v.to_string()));
                 }
-                let conf = write_conf(work, &format!("b{i}"), &pairs);
-                Proc::spawn(
-                    &format!("broker{i}"),
-                    &["broker", "-c", conf.to_str().expect("utf-8 path")],
-                    "basalt broker",
-                    work,
-                )
+                write_conf(work, &format!("b{i}"), &pairs)
             })
             .collect();
+        let brokers = (0..3).map(|i| spawn_member(work, &confs, i)).collect();
         LedgerGroup {
             _ns: ns,
             ns_addr,
             brokers,
             broker_ports,
+            confs,
+            work: work.to_path_buf(),
         }
+    }
+
+    /// Stops member `i` cleanly (SIGTERM); its data stays.
+    pub fn stop_member(&mut self, i: usize) {
+        self.brokers[i].stop();
+    }
+
+    /// Starts member `i` again on its data and configuration.
+    pub fn restart_member(&mut self, i: usize) {
+        self.brokers[i] = spawn_member(&self.work, &self.confs, i);
     }
 
     /// The master's address once there is one other than `not`.
@@ -124,6 +134,15 @@ impl LedgerGroup {
             .expect("the master is one of ours");
         self.brokers[i].kill9();
     }
+}
+
+fn spawn_member(work: &Path, confs: &[std::path::PathBuf], i: usize) -> Proc {
+    Proc::spawn(
+        &format!("broker{i}"),
+        &["broker", "-c", confs[i].to_str().expect("utf-8 path")],
+        "basalt broker",
+        work,
+    )
 }
 
 /// Per queue, the queue offsets of `received` (message id -> every
