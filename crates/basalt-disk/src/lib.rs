@@ -16,6 +16,7 @@
 //! the enum is matched only on syncs and file-level operations.
 
 pub mod error;
+pub mod faults;
 mod real;
 pub mod segment;
 pub mod sim;
@@ -161,7 +162,16 @@ impl Disk {
     pub fn create_dir_all_durable(&self, dir: &Path) -> DiskResult<()> {
         match self {
             Disk::Real => real::create_dir_all_durable(dir),
-            Disk::Sim(h) => h.create_dir_all_durable(dir),
+            Disk::Sim(h) => h.create_dir_all(dir, true),
+        }
+    }
+
+    /// Creates `dir` and its parents without syncing anything: the names
+    /// are durable only after the owner syncs the parents.
+    pub fn create_dir_all(&self, dir: &Path) -> DiskResult<()> {
+        match self {
+            Disk::Real => std::fs::create_dir_all(dir).map_err(|e| DiskError::io(dir, e)),
+            Disk::Sim(h) => h.create_dir_all(dir, false),
         }
     }
 

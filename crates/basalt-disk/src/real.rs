@@ -59,6 +59,7 @@ pub fn temp_path(path: &Path) -> PathBuf {
 pub(crate) fn atomic_replace(path: &Path, bytes: &[u8]) -> DiskResult<()> {
     let tmp = temp_path(path);
     let written = (|| {
+        crate::faults::check_reserve(&tmp, bytes.len() as u64, || 0)?;
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
@@ -67,6 +68,7 @@ pub(crate) fn atomic_replace(path: &Path, bytes: &[u8]) -> DiskResult<()> {
             .map_err(|e| DiskError::io(&tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| DiskError::io_or_no_space(&tmp, bytes.len() as u64, e))?;
+        crate::faults::check_fsync(&tmp)?;
         f.sync_all().map_err(|e| DiskError::io(&tmp, e))
     })();
     if let Err(e) = written {
@@ -96,6 +98,7 @@ pub(crate) fn reserve_blocks(file: &File, path: &Path, len: u64, fresh: bool) ->
     if len == 0 {
         return Ok(());
     }
+    crate::faults::check_reserve(path, len, || if fresh { 0 } else { allocated_bytes(file) })?;
     // SAFETY: plain syscall on a descriptor we own.
     let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
     if rc == 0 {

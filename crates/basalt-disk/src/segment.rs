@@ -198,6 +198,9 @@ impl Segment {
         if from >= to {
             return Ok(());
         }
+        if let Backing::Mapped { .. } = &self.backing {
+            crate::faults::check_fsync(&self.path)?;
+        }
         match &self.backing {
             Backing::Mapped {
                 file: Some(file), ..

@@ -22,7 +22,7 @@ impl SimHandle {
         self.disk.state.lock().generation == self.generation
     }
 
-    pub(crate) fn create_dir_all_durable(&self, dir: &Path) -> DiskResult<()> {
+    pub(crate) fn create_dir_all(&self, dir: &Path, durable: bool) -> DiskResult<()> {
         let mut st = self.disk.state.lock();
         st.alive(self, dir)?;
         let mut missing: Vec<PathBuf> = dir
@@ -39,7 +39,9 @@ impl SimHandle {
                 ));
             }
             st.live.insert(d.clone(), Node::Dir);
-            st.sync_dir(&parent(&d))?;
+            if durable {
+                st.sync_dir(&parent(&d))?;
+            }
         }
         Ok(())
     }

@@ -1,0 +1,85 @@
+//! The seeded power-loss simulator of the real `MessageStore` (SYNC_FLUSH
+//! and ASYNC_FLUSH) on the simulated disk; see docs/fault-model.md.
+//!
+//! * `cargo test -p basalt-store --test power_loss_sim` runs the suite's
+//!   seeds;
+//! * `BASALT_SIM_SEED=1234` replays one seed (its number is printed when it
+//!   fails);
+//! * `BASALT_SIM_SEEDS=100000 cargo test -p basalt-store --release --test
+//!   power_loss_sim -- --ignored soak` runs a long soak.
+
+mod common;
+#[path = "power_loss/world.rs"]
+mod world;
+
+use world::{RunOptions, run};
+
+/// Seeds in the normal suite.
+const SUITE_SEEDS: u64 = 1000;
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Runs `seeds` on two threads; panics naming the first failing seed.
+fn run_seeds(seeds: impl Iterator<Item = u64> + Send, opts: RunOptions) {
+    let seeds: Vec<u64> = seeds.collect();
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for part in seeds.chunks(seeds.len().div_ceil(2).max(1)) {
+            let failures = &failures;
+            s.spawn(move || {
+                for &seed in part {
+                    if let Err(v) = run(seed, opts) {
+                        failures.lock().unwrap().push((seed, v));
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let mut failures = failures.into_inner().unwrap();
+    failures.sort();
+    if let Some((seed, v)) = failures.first() {
+        panic!(
+            "seed {seed} failed: {v}\nreplay: BASALT_SIM_SEED={seed} cargo test -p basalt-store --test power_loss_sim"
+        );
+    }
+}
+
+#[test]
+fn suite_seeds_keep_every_acknowledged_message() {
+    match env_u64("BASALT_SIM_SEED") {
+        Some(seed) => run_seeds(std::iter::once(seed), RunOptions::default()),
+        None => run_seeds(0..SUITE_SEEDS, RunOptions::default()),
+    }
+}
+
+/// Without the CommitLog's fsyncs (a test switch of the simulated disk) the
+/// simulator must notice within the suite's seeds.
+#[test]
+fn a_missing_commit_log_fsync_is_caught() {
+    let opts = RunOptions {
+        skip_commit_log_sync: true,
+        ..RunOptions::default()
+    };
+    let caught = (0..SUITE_SEEDS).find(|&seed| run(seed, opts).is_err());
+    assert!(
+        caught.is_some(),
+        "no seed noticed that CommitLog fsyncs make nothing durable"
+    );
+}
+
+#[test]
+#[ignore = "long soak; run by hand with BASALT_SIM_SEEDS"]
+fn soak() {
+    let n = env_u64("BASALT_SIM_SEEDS").unwrap_or(100_000);
+    let first = env_u64("BASALT_SIM_FIRST_SEED").unwrap_or(SUITE_SEEDS);
+    run_seeds(
+        first..first + n,
+        RunOptions {
+            steps: 200,
+            ..RunOptions::default()
+        },
+    );
+}
