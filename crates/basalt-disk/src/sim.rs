@@ -219,6 +219,22 @@ impl SimDisk {
         self.state.lock().stats.clone()
     }
 
+    /// Paths whose live and durable entries differ now (unsynced name
+    /// changes), for diagnostics.
+    pub fn unsynced_names(&self) -> Vec<PathBuf> {
+        let st = self.state.lock();
+        let mut out: Vec<PathBuf> = st
+            .live
+            .keys()
+            .chain(st.durable.keys())
+            .filter(|k| st.live.get(*k) != st.durable.get(*k))
+            .cloned()
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The durable bytes of `path` as the device holds them now, if the
     /// durable namespace has the file.
     pub fn durable_contents(&self, path: &Path) -> Option<Vec<u8>> {

@@ -312,6 +312,14 @@ pub fn recover(
         // twice, and lookups drop the duplicates.
         index.clamp_indexed_below(report.scan_from);
     }
+    if abnormal {
+        // Likewise a ConsumeQueue's unsynced tail may have persisted torn or
+        // out of order (units straddle sectors): units pointing into the
+        // re-dispatched region are cut and written again from the log.
+        for cq in consume_queues.all() {
+            cq.truncate_dirty(report.scan_from)?;
+        }
+    }
 
     let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);
     let mut stopped_at: Option<(usize, usize)> = None;

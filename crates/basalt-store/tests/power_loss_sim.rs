@@ -32,7 +32,9 @@ fn run_seeds(seeds: impl Iterator<Item = u64> + Send, opts: RunOptions) {
                 for &seed in part {
                     if let Err(v) = run(seed, opts) {
                         failures.lock().unwrap().push((seed, v));
-                        return;
+                        if std::env::var("BASALT_SIM_ALL").is_err() {
+                            return;
+                        }
                     }
                 }
             });
@@ -40,6 +42,11 @@ fn run_seeds(seeds: impl Iterator<Item = u64> + Send, opts: RunOptions) {
     });
     let mut failures = failures.into_inner().unwrap();
     failures.sort();
+    if std::env::var("BASALT_SIM_ALL").is_ok() {
+        for (seed, v) in &failures {
+            eprintln!("FAILING SEED {seed}: {}", v.lines().next().unwrap_or(""));
+        }
+    }
     if let Some((seed, v)) = failures.first() {
         panic!(
             "seed {seed} failed: {v}\nreplay: BASALT_SIM_SEED={seed} cargo test -p basalt-store --test power_loss_sim"

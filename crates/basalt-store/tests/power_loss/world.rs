@@ -150,6 +150,18 @@ impl World {
                 _ => ("restart", self.clean_restart()),
             };
             self.trace.push(name);
+            if std::env::var("BASALT_SIM_DEBUG").is_ok()
+                && let Some(st) = &self.store
+            {
+                let cl = st.commit_log();
+                eprintln!(
+                    "{name}: max {} flushed {} durable {:?} poisoned {}",
+                    cl.max_offset(),
+                    cl.flushed_offset(),
+                    st.checkpoint().commit_log_durable_offset(),
+                    st.health().is_poisoned()
+                );
+            }
             if !go_on? {
                 return Ok(());
             }
@@ -253,6 +265,12 @@ impl World {
         if let Some(store) = self.store.take() {
             if self.flush == FlushDiskType::AsyncFlush && !store.health().is_poisoned() {
                 self.required_end = self.required_end.max(store.commit_log().flushed_offset());
+            }
+            if std::env::var("BASALT_SIM_DEBUG").is_ok() {
+                eprintln!(
+                    "power loss; unsynced names {:?}",
+                    self.disk.unsynced_names()
+                );
             }
             let _fresh = self.disk.power_loss();
             // The dead process's last acts (its shutdown) all fail.
