@@ -38,6 +38,8 @@ pub struct SimFaults {
     pub fsync_fail_one_in: u32,
     /// A block reservation or atomic replace fails with ENOSPC.
     pub no_space_one_in: u32,
+    /// Random ENOSPC only for paths containing this ("" : every path).
+    pub no_space_in: &'static str,
     /// Opening a segment reads one flipped bit within its written extent.
     pub read_flip_one_in: u32,
 }
@@ -382,7 +384,8 @@ impl SimState {
 
     fn space_fault(&mut self, path: &Path, bytes: u64) -> DiskResult<()> {
         let full = self.full_dirs.iter().any(|d| path.starts_with(d));
-        if full || one_in(&mut self.rng, self.faults.no_space_one_in) {
+        let in_scope = path.to_string_lossy().contains(self.faults.no_space_in);
+        if full || (in_scope && one_in(&mut self.rng, self.faults.no_space_one_in)) {
             self.stats.no_space += 1;
             return Err(DiskError::no_space(path, bytes));
         }

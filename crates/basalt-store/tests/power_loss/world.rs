@@ -104,6 +104,10 @@ pub fn run(seed: u64, opts: RunOptions) -> Result<(), Violation> {
     let faults = SimFaults {
         fsync_fail_one_in: [0, 0, 40, 150][rng.random_range(0..4)],
         no_space_one_in: [0, 0, 60][rng.random_range(0..3)],
+        // A full disk under the ConsumeQueues makes dispatch retry after a
+        // second of wall time; the CommitLog is where a
+        // full disk decides what is acknowledged.
+        no_space_in: "/sim/store/commitlog/",
         read_flip_one_in: 0,
     };
     let disk = SimDisk::new(seed);
@@ -141,6 +145,7 @@ impl World {
         }
         for _ in 0..steps {
             let roll = self.rng.random_range(0..100);
+            let started = std::time::Instant::now();
             let (name, go_on) = match roll {
                 0..=59 => ("put", self.put().map(|_| true)),
                 60..=67 => ("flush", self.flush_commit_log().map(|_| true)),
@@ -150,6 +155,9 @@ impl World {
                 _ => ("restart", self.clean_restart()),
             };
             self.trace.push(name);
+            if std::env::var("BASALT_SIM_SLOW").is_ok() && started.elapsed().as_millis() > 50 {
+                eprintln!("slow step {name}: {:?}", started.elapsed());
+            }
             if std::env::var("BASALT_SIM_DEBUG").is_ok()
                 && let Some(st) = &self.store
             {
@@ -208,7 +216,18 @@ impl World {
         }
         // Dispatch runs on the store's thread; the next step starts only
         // when it is idle, so runs do not depend on thread timing.
-        store.wait_dispatched(store.commit_log().max_offset(), Duration::from_secs(10));
+        let target = store.commit_log().max_offset();
+        if r.append.is_some()
+            && !store.wait_dispatched(target, Duration::from_secs(10))
+            && std::env::var("BASALT_SIM_SLOW").is_ok()
+        {
+            eprintln!(
+                "dispatch did not reach {target}: at {:?}, poisoned {}, put {:?}",
+                store.dispatch_service().map(|d| d.dispatched()),
+                store.health().is_poisoned(),
+                r.status
+            );
+        }
         Ok(())
     }
 
