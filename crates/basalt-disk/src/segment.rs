@@ -182,8 +182,8 @@ impl Segment {
                 f.write_all_at(data, pos as u64)
                     .map_err(|e| DiskError::io(&self.path, e))
             })?,
-            // SAFETY: the caller's contract covers the range.
             Backing::Sim { .. } => {
+                // SAFETY: the caller's contract covers the range.
                 unsafe { self.write_at(pos, data) };
                 Ok(())
             }
