@@ -354,6 +354,18 @@ pub struct RecordView<'a> {
 fn check_record_crc(whole: &[u8], body: &[u8], body_crc: u32) -> Result<(), CodecError> {
     let total = whole.len();
     if !has_crc_trailer(whole) {
+        // The trailer's key where a trailer starts, but not a whole trailer
+        // after it: the trailer itself is damaged (a torn last sector, say).
+        // Falling back to the body CRC would accept the damaged record.
+        if total >= MIN_RECORD_LEN + CRC_TRAILER_LEN
+            && &whole[total - CRC_TRAILER_LEN..total - 11] == CRC_TRAILER_KEY
+        {
+            return Err(CodecError::BadCrc {
+                at: total - 11,
+                stored: u32::MAX,
+                computed: masked_crc32(&whole[..total - CRC_TRAILER_LEN]),
+            });
+        }
         let computed = masked_crc32(body);
         if computed != body_crc {
             return Err(CodecError::BadCrc {

@@ -13,8 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use basalt_disk::Disk;
+
 use crate::error::{Result, StoreError};
-use crate::fs_util;
 
 const FILE_SIZE: usize = 4096;
 const MAGIC: &[u8; 8] = b"BSLTCKPT";
@@ -97,6 +98,7 @@ pub fn decode(raw: &[u8]) -> Result<CheckpointImage, (i64, String)> {
 /// after the CommitLog fsync it reports has returned.
 #[derive(Debug)]
 pub struct Checkpoint {
+    disk: Disk,
     path: PathBuf,
     physic_msg_timestamp: AtomicI64,
     logics_msg_timestamp: AtomicI64,
@@ -112,7 +114,13 @@ impl Checkpoint {
     /// durable point) if there is none. A checkpoint whose CRC does not
     /// match is an error naming the file.
     pub fn load(path: &Path) -> Result<Checkpoint> {
+        Self::load_on(&Disk::Real, path)
+    }
+
+    /// [`Checkpoint::load`] from `disk`; flushes go to the same disk.
+    pub fn load_on(disk: &Disk, path: &Path) -> Result<Checkpoint> {
         let cp = Checkpoint {
+            disk: disk.clone(),
             path: path.to_path_buf(),
             physic_msg_timestamp: AtomicI64::new(0),
             logics_msg_timestamp: AtomicI64::new(0),
@@ -121,10 +129,8 @@ impl Checkpoint {
             confirm_phy_offset: AtomicI64::new(0),
             commit_log_durable_offset: AtomicI64::new(UNKNOWN),
         };
-        let raw = match std::fs::read(path) {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cp),
-            Err(e) => return Err(StoreError::io(path, e)),
+        let Some(raw) = disk.read_file(path)? else {
+            return Ok(cp);
         };
         let image = decode(&raw).map_err(|(offset, reason)| StoreError::Corrupt {
             what: "checkpoint",
@@ -231,8 +237,7 @@ impl Checkpoint {
 
     /// Writes the checkpoint atomically (temp file, fsync, rename, fsync dir).
     pub fn flush(&self) -> Result<()> {
-        crate::faults::check_fsync(&self.path)?;
-        fs_util::atomic_write(&self.path, &self.encode())
+        Ok(self.disk.atomic_replace(&self.path, &self.encode())?)
     }
 }
 

@@ -144,7 +144,8 @@ fn illegal(detail: impl Into<String>) -> AppendError {
 
 impl CommitLog {
     pub fn new(config: Arc<StoreConfig>, health: Arc<Health>) -> Self {
-        let mut queue = MappedFileQueue::new(config.commit_log_dir(), config.commit_log_file_size);
+        let mut queue = MappedFileQueue::new(config.commit_log_dir(), config.commit_log_file_size)
+            .with_disk(config.disk.clone());
         let transient = config.transient_store_pool_enable;
         if transient {
             queue = queue.with_pool(Arc::new(TransientStorePool::new(

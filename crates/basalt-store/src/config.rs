@@ -84,6 +84,9 @@ pub struct StoreConfig {
     /// Where disk usage figures come from: `statvfs`, or a figure a test
     /// injects (see [`crate::disk_space`]).
     pub disk_usage: Arc<dyn DiskUsageSource>,
+    /// The disk the files live on: the real one, or a simulated one for the
+    /// power-loss simulator (see docs/fault-model.md).
+    pub disk: basalt_disk::Disk,
     /// `cleanResourceInterval` (10 s).
     pub clean_resource_interval: Duration,
     /// `deleteCommitLogFilesInterval`: pause between two deletions (100 ms).
@@ -141,6 +144,7 @@ impl StoreConfig {
             clean_file_forcibly_enable: true,
             disk_check_interval: Duration::from_secs(1),
             disk_usage: Arc::new(StatvfsUsage),
+            disk: basalt_disk::Disk::Real,
             clean_resource_interval: Duration::from_secs(10),
             delete_commit_log_files_interval: Duration::from_millis(100),
             delete_files_batch_max: 10,

@@ -176,12 +176,24 @@ pub struct ConsumeQueue {
 
 impl ConsumeQueue {
     pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Self {
+        Self::new_on(&basalt_disk::Disk::Real, root, topic, queue_id, file_size)
+    }
+
+    /// [`ConsumeQueue::new`] with its files on `disk`.
+    pub fn new_on(
+        disk: &basalt_disk::Disk,
+        root: &Path,
+        topic: &str,
+        queue_id: i32,
+        file_size: usize,
+    ) -> Self {
         let dir = root.join(topic).join(queue_id.to_string());
         ConsumeQueue {
             topic: topic.to_string(),
             queue_id,
             files: MappedFileQueue::new(dir, file_size)
-                .with_policy(MappedFilePolicy::CONSUME_QUEUE),
+                .with_policy(MappedFilePolicy::CONSUME_QUEUE)
+                .with_disk(disk.clone()),
             min_logic_offset: AtomicI64::new(0),
             max_physic_offset: AtomicI64::new(-1),
         }

@@ -16,6 +16,7 @@ use crate::names::{check_queue_address, is_plain_file_name};
 /// All ConsumeQueues, by topic and queue id.
 #[derive(Debug)]
 pub struct ConsumeQueueTable {
+    disk: basalt_disk::Disk,
     root: PathBuf,
     file_size: usize,
     queues: RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>,
@@ -24,10 +25,17 @@ pub struct ConsumeQueueTable {
 impl ConsumeQueueTable {
     pub fn new(root: PathBuf, file_size: usize) -> Self {
         ConsumeQueueTable {
+            disk: basalt_disk::Disk::Real,
             root,
             file_size,
             queues: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Queue files live on `disk` (default: the real one).
+    pub fn with_disk(mut self, disk: basalt_disk::Disk) -> Self {
+        self.disk = disk;
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -36,24 +44,18 @@ impl ConsumeQueueTable {
 
     /// Maps every queue directory under the root: `{topic}/{queueId}/`.
     pub fn load(&self) -> Result<()> {
-        crate::fs_util::create_dir_all_durable(&self.root)?;
+        self.disk.create_dir_all_durable(&self.root)?;
         let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
-        let topics = std::fs::read_dir(&self.root).map_err(|e| StoreError::io(&self.root, e))?;
-        for t in topics {
-            let t = t.map_err(|e| StoreError::io(&self.root, e))?;
-            if !t.path().is_dir() {
+        for t in self.disk.list_dir(&self.root)? {
+            if !t.is_dir {
                 continue;
             }
-            let Some(topic) = t.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
-            let qdirs = std::fs::read_dir(t.path()).map_err(|e| StoreError::io(t.path(), e))?;
-            for q in qdirs {
-                let q = q.map_err(|e| StoreError::io(t.path(), e))?;
-                let Some(qid) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            let topic = t.name;
+            for q in self.disk.list_dir(&t.path)? {
+                let Some(qid) = q.name.parse::<i32>().ok() else {
                     continue;
                 };
-                let cq = ConsumeQueue::new(&self.root, &topic, qid, self.file_size);
+                let cq = ConsumeQueue::new_on(&self.disk, &self.root, &topic, qid, self.file_size);
                 cq.load()?;
                 table
                     .entry(topic.clone())
@@ -85,7 +87,8 @@ impl ConsumeQueueTable {
                 .or_default()
                 .entry(queue_id)
                 .or_insert_with(|| {
-                    Arc::new(ConsumeQueue::new(
+                    Arc::new(ConsumeQueue::new_on(
+                        &self.disk,
                         &self.root,
                         topic,
                         queue_id,
@@ -135,7 +138,7 @@ impl ConsumeQueueTable {
                 q.destroy()?;
             }
             let dir = self.root.join(topic);
-            let _ = std::fs::remove_dir_all(&dir);
+            let _ = self.disk.remove_dir(&dir, true);
         }
         Ok(())
     }

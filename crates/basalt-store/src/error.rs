@@ -77,8 +77,25 @@ impl StoreError {
     pub fn is_no_space(&self) -> bool {
         match self {
             StoreError::NoSpace { .. } => true,
-            StoreError::Io { source, .. } => crate::fs_util::is_no_space(source),
+            StoreError::Io { source, .. } => basalt_disk::is_no_space(source),
             _ => false,
+        }
+    }
+}
+
+impl From<basalt_disk::DiskError> for StoreError {
+    fn from(e: basalt_disk::DiskError) -> Self {
+        match e {
+            basalt_disk::DiskError::Io { path, source } => StoreError::Io { path, source },
+            basalt_disk::DiskError::NoSpace {
+                path,
+                bytes,
+                source,
+            } => StoreError::NoSpace {
+                path,
+                bytes,
+                source,
+            },
         }
     }
 }

@@ -1,190 +1,39 @@
 //! Small filesystem helpers with the durability rules the store relies on.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::{File, OpenOptions};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use basalt_disk::Disk;
+
 use crate::error::{Result, StoreError};
 
-/// fsyncs a directory so that entries created, renamed or removed in it survive
-/// a crash.
+/// fsyncs a directory on the real disk (see [`basalt_disk::Disk::sync_dir`]).
 pub fn fsync_dir(dir: &Path) -> Result<()> {
-    let f = File::open(dir).map_err(|e| StoreError::io(dir, e))?;
-    f.sync_all().map_err(|e| StoreError::io(dir, e))
+    Ok(Disk::Real.sync_dir(dir)?)
 }
 
-/// Creates `dir` and its parents, fsyncing the parent of each created level.
+/// Creates `dir` and its parents on the real disk, fsyncing the parent of
+/// each created level.
 pub fn create_dir_all_durable(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        create_dir_all_durable(parent)?;
-    }
-    match fs::create_dir(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
-        Err(e) => return Err(StoreError::io(dir, e)),
-    }
-    if let Some(parent) = dir.parent()
-        && !parent.as_os_str().is_empty()
-    {
-        fsync_dir(parent)?;
-    }
-    Ok(())
+    Ok(Disk::Real.create_dir_all_durable(dir)?)
 }
 
-/// Replaces `path` with `bytes` atomically: write a temp file, fsync it,
-/// rename over `path`, fsync the directory. A crash leaves either the old or
-/// the new content, never a mix. A failure before the rename (a full disk)
-/// leaves the old content and removes the temp file, so it holds no blocks.
+/// Replaces `path` with `bytes` atomically on the real disk (see
+/// [`basalt_disk::Disk::atomic_replace`]).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = temp_path(path);
-    let written = (|| {
-        crate::faults::check_reserve(&tmp, bytes.len() as u64, || 0)?;
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| StoreError::io(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| StoreError::io(&tmp, e))?;
-        f.sync_all().map_err(|e| StoreError::io(&tmp, e))
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
-    fsync_dir(dir)
+    Ok(Disk::Real.atomic_replace(path, bytes)?)
 }
 
 /// Creates `path` as an empty file if it does not exist and makes its name
-/// durable. It takes an inode but no data block, so it works on a full disk
-/// (the abort marker: only its existence matters).
+/// durable (the abort marker: only its existence matters).
 pub fn create_marker(path: &Path) -> Result<()> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| StoreError::io(path, e))?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fsync_dir(dir)
+    Ok(Disk::Real.create_marker(path)?)
 }
 
 /// Whether an I/O error means the disk or the quota is full.
 pub fn is_no_space(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
-}
-
-/// Allocates the blocks of `file`'s first `len` bytes on disk
-/// (`fallocate`), so that writing them through a shared mapping can never
-/// fault with SIGBUS for lack of space: when the disk is full, this call
-/// fails instead, with [`StoreError::NoSpace`]. Blocks already allocated
-/// are kept as they are (existing data is never touched).
-///
-/// Where the file system has no `fallocate`, the holes are filled with
-/// written zeros; a `fresh` file (created empty by the caller) is zeroed
-/// whole, since a file system without `fallocate` may not report holes
-/// either.
-pub fn reserve_blocks(file: &File, path: &Path, len: u64, fresh: bool) -> Result<()> {
-    if len == 0 {
-        return Ok(());
-    }
-    crate::faults::check_reserve(path, len, || {
-        use std::os::unix::fs::MetadataExt;
-        if fresh {
-            return 0;
-        }
-        file.metadata().map(|m| m.blocks() * 512).unwrap_or(0)
-    })?;
-    // SAFETY: plain syscall on a descriptor we own.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
-            let holes = if fresh {
-                vec![(0, len)]
-            } else {
-                holes(file, len)
-            };
-            for (from, to) in holes {
-                write_zeros(file, from, to).map_err(|e| no_space_or_io(path, len, e))?;
-            }
-            Ok(())
-        }
-        _ => Err(no_space_or_io(path, len, err)),
-    }
-}
-
-fn no_space_or_io(path: &Path, bytes: u64, e: std::io::Error) -> StoreError {
-    if is_no_space(&e) {
-        StoreError::NoSpace {
-            path: path.to_path_buf(),
-            bytes,
-            source: e,
-        }
-    } else {
-        StoreError::io(path, e)
-    }
-}
-
-/// The holes of `[0, len)` of `file` (`SEEK_HOLE`/`SEEK_DATA`); none when
-/// the file system cannot tell.
-fn holes(file: &File, len: u64) -> Vec<(u64, u64)> {
-    let fd = file.as_raw_fd();
-    let mut out = Vec::new();
-    let mut at: u64 = 0;
-    while at < len {
-        // SAFETY: plain lseek on a descriptor we own.
-        let hole = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_HOLE) };
-        if hole < 0 || hole as u64 >= len {
-            break;
-        }
-        // SAFETY: as above.
-        let data = unsafe { libc::lseek(fd, hole, libc::SEEK_DATA) };
-        let end = if data < 0 {
-            len
-        } else {
-            (data as u64).min(len)
-        };
-        out.push((hole as u64, end));
-        at = end;
-    }
-    out
-}
-
-fn write_zeros(file: &File, from: u64, to: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let zeros = vec![0u8; 1 << 20];
-    let mut at = from;
-    while at < to {
-        let n = ((to - at) as usize).min(zeros.len());
-        file.write_all_at(&zeros[..n], at)?;
-        at += n as u64;
-    }
-    Ok(())
-}
-
-fn temp_path(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".tmp");
-    path.with_file_name(name)
+    basalt_disk::is_no_space(e)
 }
 
 /// An exclusive advisory lock on a file, held while the value lives.
@@ -251,6 +100,7 @@ pub fn disk_used_percent(path: &Path) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn atomic_write_replaces_content() {
@@ -288,19 +138,17 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("seg");
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&p)
-            .unwrap();
-        f.set_len(1 << 20).unwrap();
         {
             use std::os::unix::fs::FileExt;
+            let f = File::create(&p).unwrap();
+            f.set_len(1 << 20).unwrap();
             f.write_all_at(b"keep", 4096).unwrap();
         }
-        reserve_blocks(&f, &p, 1 << 20, false).unwrap();
+        let opts = basalt_disk::SegmentOptions::default();
+        let (_seg, fresh) = Disk::Real
+            .create_segment(&p, 1 << 20, 1 << 20, opts)
+            .unwrap();
+        assert!(!fresh);
         // st_blocks counts 512-byte units.
         assert!(fs::metadata(&p).unwrap().blocks() * 512 >= 1 << 20);
         assert_eq!(&fs::read(&p).unwrap()[4096..4100], b"keep");

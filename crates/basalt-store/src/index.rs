@@ -9,20 +9,22 @@
 //! Slots and counts are published with atomic stores after the entry they
 //! point to is complete, so a reader never follows a half-written entry.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
 use basalt_common::hash::index_key_hash;
-use memmap2::MmapRaw;
+use basalt_disk::{Disk, Segment, SegmentOptions};
 use parking_lot::RwLock;
 
 use crate::error::{Result, StoreError};
-use crate::faults;
-use crate::fs_util;
 
 pub const HEADER_SIZE: usize = 40;
+/// Index files keep their descriptor: a flush is one `fdatasync`.
+const SEGMENT: SegmentOptions = SegmentOptions {
+    keep_fd: true,
+    random_access: false,
+};
 const SLOT_SIZE: usize = 4;
 const ENTRY_SIZE: usize = 20;
 
@@ -34,8 +36,9 @@ pub fn index_file_size(slot_num: usize, index_num: usize) -> usize {
 /// One index file. See the module documentation.
 pub struct IndexFile {
     path: PathBuf,
-    file: std::fs::File,
-    map: MmapRaw,
+    disk: Disk,
+    /// The mapped file (kept descriptor: flushes are `fdatasync`).
+    map: Segment,
     slot_num: usize,
     index_num: usize,
     begin_timestamp: AtomicI64,
@@ -76,22 +79,34 @@ impl IndexFile {
         begin_phy_offset: i64,
         begin_timestamp: i64,
     ) -> Result<IndexFile> {
+        Self::create_on(
+            &Disk::Real,
+            path,
+            slot_num,
+            index_num,
+            begin_phy_offset,
+            begin_timestamp,
+        )
+    }
+
+    /// [`IndexFile::create`] on `disk`.
+    pub fn create_on(
+        disk: &Disk,
+        path: &Path,
+        slot_num: usize,
+        index_num: usize,
+        begin_phy_offset: i64,
+        begin_timestamp: i64,
+    ) -> Result<IndexFile> {
         let size = index_file_size(slot_num, index_num);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| StoreError::io(path, e))?;
-        let sized = file
-            .set_len(size as u64)
-            .map_err(|e| StoreError::io(path, e))
-            .and_then(|_| fs_util::reserve_blocks(&file, path, size as u64, true));
-        if let Err(e) = sized {
-            let _ = std::fs::remove_file(path);
-            return Err(e);
+        if disk.exists(path) {
+            return Err(StoreError::io(
+                path,
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
         }
-        let f = Self::map(path, file, slot_num, index_num)?;
+        let (seg, _) = disk.create_segment(path, size, size, SEGMENT)?;
+        let f = Self::map(disk, path, seg, slot_num, index_num);
         f.reserved.store(true, Ordering::Release);
         f.begin_phy_offset
             .store(begin_phy_offset, Ordering::Release);
@@ -105,20 +120,26 @@ impl IndexFile {
 
     /// Opens an existing index file and reads its header.
     pub fn open(path: &Path, slot_num: usize, index_num: usize) -> Result<IndexFile> {
+        Self::open_on(&Disk::Real, path, slot_num, index_num)
+    }
+
+    /// [`IndexFile::open`] on `disk`.
+    pub fn open_on(
+        disk: &Disk,
+        path: &Path,
+        slot_num: usize,
+        index_num: usize,
+    ) -> Result<IndexFile> {
         let size = index_file_size(slot_num, index_num);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| StoreError::io(path, e))?;
-        let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
-        if len != size as u64 {
+        let seg = disk.open_segment(path, SEGMENT)?;
+        let len = seg.len();
+        if len != size {
             return Err(StoreError::Layout {
                 path: path.to_path_buf(),
                 reason: format!("index file is {len} bytes, expected {size}"),
             });
         }
-        let f = Self::map(path, file, slot_num, index_num)?;
+        let f = Self::map(disk, path, seg, slot_num, index_num);
         let h = f.bytes(0, HEADER_SIZE);
         let be64 = |a: usize| i64::from_be_bytes(h[a..a + 8].try_into().expect("8 bytes"));
         let be32 = |a: usize| i32::from_be_bytes(h[a..a + 4].try_into().expect("4 bytes"));
@@ -140,16 +161,10 @@ impl IndexFile {
         Ok(f)
     }
 
-    fn map(
-        path: &Path,
-        file: std::fs::File,
-        slot_num: usize,
-        index_num: usize,
-    ) -> Result<IndexFile> {
-        let map = MmapRaw::map_raw(&file).map_err(|e| StoreError::io(path, e))?;
-        Ok(IndexFile {
+    fn map(disk: &Disk, path: &Path, map: Segment, slot_num: usize, index_num: usize) -> IndexFile {
+        IndexFile {
             path: path.to_path_buf(),
-            file,
+            disk: disk.clone(),
             map,
             slot_num,
             index_num,
@@ -160,7 +175,7 @@ impl IndexFile {
             hash_slot_count: AtomicI32::new(0),
             index_count: AtomicI32::new(1),
             reserved: std::sync::atomic::AtomicBool::new(false),
-        })
+        }
     }
 
     fn bytes(&self, at: usize, len: usize) -> &[u8] {
@@ -173,7 +188,7 @@ impl IndexFile {
         assert!(at + data.len() <= self.map.len());
         // SAFETY: single writer (dispatch thread); in bounds.
         unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), self.map.as_mut_ptr().add(at), data.len())
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.map.as_ptr().add(at), data.len())
         };
     }
 
@@ -230,7 +245,7 @@ impl IndexFile {
         if self.reserved.load(Ordering::Acquire) {
             return Ok(());
         }
-        fs_util::reserve_blocks(&self.file, &self.path, self.map.len() as u64, false)?;
+        self.map.reserve(self.map.len(), false)?;
         self.reserved.store(true, Ordering::Release);
         Ok(())
     }
@@ -332,18 +347,12 @@ impl IndexFile {
 
     /// fsyncs the file.
     pub fn flush(&self) -> Result<()> {
-        faults::check_fsync(&self.path)?;
-        self.file
-            .sync_data()
-            .map_err(|e| StoreError::io(&self.path, e))
+        Ok(self.map.sync_all()?)
     }
 
     pub fn destroy(&self) -> Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::io(&self.path, e)),
-        }
+        self.disk.remove_file(&self.path)?;
+        Ok(())
     }
 }
 
@@ -361,6 +370,7 @@ pub struct IndexRequest<'a> {
 /// The chain of index files, oldest first. The newest one takes new entries.
 #[derive(Debug)]
 pub struct IndexService {
+    disk: Disk,
     dir: PathBuf,
     slot_num: usize,
     index_num: usize,
@@ -377,6 +387,7 @@ pub struct IndexService {
 impl IndexService {
     pub fn new(dir: PathBuf, slot_num: usize, index_num: usize) -> Self {
         IndexService {
+            disk: Disk::Real,
             dir,
             slot_num,
             index_num,
@@ -387,13 +398,18 @@ impl IndexService {
         }
     }
 
+    /// Index files live on `disk` (default: the real one).
+    pub fn with_disk(mut self, disk: Disk) -> Self {
+        self.disk = disk;
+        self
+    }
+
     /// Opens every index file (named by a 17-digit timestamp), oldest first.
     pub fn load(&self) -> Result<()> {
-        fs_util::create_dir_all_durable(&self.dir)?;
+        self.disk.create_dir_all_durable(&self.dir)?;
         let mut names = Vec::new();
-        for e in std::fs::read_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))? {
-            let e = e.map_err(|e| StoreError::io(&self.dir, e))?;
-            let name = e.file_name().to_string_lossy().into_owned();
+        for e in self.disk.list_dir(&self.dir)? {
+            let name = e.name;
             if name.len() == 17 && name.bytes().all(|b| b.is_ascii_digit()) {
                 names.push(name);
             }
@@ -402,13 +418,13 @@ impl IndexService {
         let mut files = Vec::new();
         for n in names {
             let p = self.dir.join(&n);
-            match IndexFile::open(&p, self.slot_num, self.index_num) {
+            match IndexFile::open_on(&self.disk, &p, self.slot_num, self.index_num) {
                 Ok(f) => files.push(Arc::new(f)),
                 Err(e @ StoreError::Corrupt { .. }) => {
                     // An index file is derived data; losing it costs lookups,
                     // not messages. Recovery re-indexes what it can.
                     tracing::error!(error = %e, "dropping unreadable index file");
-                    let _ = std::fs::remove_file(&p);
+                    let _ = self.disk.remove_file(&p);
                 }
                 Err(e) => return Err(e),
             }
@@ -534,22 +550,23 @@ impl IndexService {
     }
 
     fn create_next(&self, mut now: i64, begin_phy: i64, begin_ts: i64) -> Result<Arc<IndexFile>> {
-        fs_util::create_dir_all_durable(&self.dir)?;
+        self.disk.create_dir_all_durable(&self.dir)?;
         let path = loop {
             let p = self.dir.join(local_time_name(now));
-            if !p.exists() {
+            if !self.disk.exists(&p) {
                 break p;
             }
             now += 1;
         };
-        let f = Arc::new(IndexFile::create(
+        let f = Arc::new(IndexFile::create_on(
+            &self.disk,
             &path,
             self.slot_num,
             self.index_num,
             begin_phy,
             begin_ts,
         )?);
-        fs_util::fsync_dir(&self.dir)?;
+        self.disk.sync_dir(&self.dir)?;
         self.files.write().push(Arc::clone(&f));
         Ok(f)
     }
@@ -577,6 +594,9 @@ impl IndexService {
                 break;
             }
         }
+        // After an abnormal recovery a message may be indexed twice.
+        let mut seen = std::collections::HashSet::with_capacity(out.len());
+        out.retain(|phy| seen.insert(*phy));
         out
     }
 
@@ -608,7 +628,7 @@ impl IndexService {
             }
         }
         if n > 0 {
-            fs_util::fsync_dir(&self.dir)?;
+            self.disk.sync_dir(&self.dir)?;
         }
         Ok(n)
     }

@@ -26,26 +26,22 @@
 //! writer never touch the same bytes, which is what makes the shared raw
 //! mapping sound.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
+use basalt_disk::{Disk, Segment, SegmentOptions};
 use bytes::Bytes;
-use memmap2::MmapRaw;
 use parking_lot::Mutex;
 
 use crate::error::{Result, StoreError};
-use crate::faults;
 use crate::transient_pool::TransientStorePool;
 
 pub use crate::mapped_file_policy::MappedFilePolicy;
-use crate::mapped_file_policy::seek_data_ranges;
 
 /// OS page size used for "least pages" flush thresholds.
-pub const PAGE_SIZE: usize = 4096;
+pub const PAGE_SIZE: usize = basalt_disk::PAGE_SIZE;
 
 /// A write buffer of the transient store pool: appends land here first and a
 /// commit service copies them into the file.
@@ -54,12 +50,13 @@ pub type WriteBuffer = Box<[u8]>;
 /// See the module documentation.
 pub struct MappedFile {
     path: PathBuf,
-    /// The descriptor, when the policy keeps it (see [`MappedFilePolicy`]).
-    file: Option<File>,
+    /// The disk the file lives on.
+    disk: Disk,
     policy: MappedFilePolicy,
     start_offset: i64,
     size: usize,
-    map: MmapRaw,
+    /// The mapped bytes (real mapping or simulated page cache).
+    seg: Segment,
     wrote: AtomicUsize,
     committed: AtomicUsize,
     flushed: AtomicUsize,
@@ -140,34 +137,23 @@ impl MappedFile {
         pool: Option<&Arc<TransientStorePool>>,
         policy: MappedFilePolicy,
     ) -> Result<MappedFile> {
+        Self::create_on(&Disk::Real, dir, start_offset, size, pool, policy)
+    }
+
+    /// [`MappedFile::create_with`] on `disk`.
+    pub fn create_on(
+        disk: &Disk,
+        dir: &Path,
+        start_offset: i64,
+        size: usize,
+        pool: Option<&Arc<TransientStorePool>>,
+        policy: MappedFilePolicy,
+    ) -> Result<MappedFile> {
         let reserve = policy.reserve_target(1, size);
         let path = dir.join(file_name(start_offset));
-        let mut options = OpenOptions::new();
-        options.read(true).write(true);
-        let (file, fresh) = match options.clone().create_new(true).open(&path) {
-            Ok(f) => (f, true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
-                options.open(&path).map_err(|e| StoreError::io(&path, e))?,
-                false,
-            ),
-            Err(e) => return Err(StoreError::io(&path, e)),
-        };
-        let sized = (|| {
-            let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
-            if len != size as u64 {
-                file.set_len(size as u64)
-                    .map_err(|e| StoreError::io(&path, e))?;
-            }
-            crate::fs_util::reserve_blocks(&file, &path, reserve as u64, fresh)
-        })();
-        if let Err(e) = sized {
-            if fresh {
-                let _ = std::fs::remove_file(&path);
-            }
-            return Err(e);
-        }
+        let (seg, _fresh) = disk.create_segment(&path, size, reserve, segment_options(policy))?;
         let write_buffer = pool.and_then(|p| p.borrow());
-        let mut mf = Self::map(path, file, start_offset, size, write_buffer, policy)?;
+        let mut mf = Self::map(disk, path, seg, start_offset, size, write_buffer, policy);
         mf.pool = pool.cloned();
         mf.reserved_to.store(reserve, Ordering::Release);
         Ok(mf)
@@ -186,45 +172,46 @@ impl MappedFile {
         size: usize,
         policy: MappedFilePolicy,
     ) -> Result<MappedFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| StoreError::io(path, e))?;
-        let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
-        if len != size as u64 {
+        Self::open_on(&Disk::Real, path, start_offset, size, policy)
+    }
+
+    /// [`MappedFile::open_with`] on `disk`.
+    pub fn open_on(
+        disk: &Disk,
+        path: &Path,
+        start_offset: i64,
+        size: usize,
+        policy: MappedFilePolicy,
+    ) -> Result<MappedFile> {
+        let seg = disk.open_segment(path, segment_options(policy))?;
+        if seg.len() != size {
             return Err(StoreError::Layout {
                 path: path.to_path_buf(),
-                reason: format!("file is {len} bytes, expected {size}"),
+                reason: format!("file is {} bytes, expected {size}", seg.len()),
             });
         }
-        let mf = Self::map(path.to_path_buf(), file, start_offset, size, None, policy)?;
+        let mf = Self::map(
+            disk,
+            path.to_path_buf(),
+            seg,
+            start_offset,
+            size,
+            None,
+            policy,
+        );
         mf.set_positions(size);
         Ok(mf)
     }
 
     fn map(
+        disk: &Disk,
         path: PathBuf,
-        file: File,
+        seg: Segment,
         start_offset: i64,
         size: usize,
         write_buffer: Option<WriteBuffer>,
         policy: MappedFilePolicy,
-    ) -> Result<MappedFile> {
-        let map = MmapRaw::map_raw(&file).map_err(|e| StoreError::io(&path, e))?;
-        if policy.random_access {
-            // SAFETY: madvise on our own mapping's range; advice only.
-            let _ = unsafe {
-                libc::madvise(
-                    map.as_mut_ptr() as *mut libc::c_void,
-                    size,
-                    libc::MADV_RANDOM,
-                )
-            };
-        }
-        // The mapping holds its own reference to the open file: without the
-        // policy's `keep_fd` the descriptor is closed here.
-        let file = policy.keep_fd.then_some(file);
+    ) -> MappedFile {
         let (buffer_ptr, write_buffer) = match write_buffer {
             Some(mut b) => {
                 assert!(b.len() >= size, "write buffer smaller than the file");
@@ -232,13 +219,13 @@ impl MappedFile {
             }
             None => (std::ptr::null_mut(), None),
         };
-        Ok(MappedFile {
+        MappedFile {
             path,
-            file,
+            disk: disk.clone(),
             policy,
             start_offset,
             size,
-            map,
+            seg,
             wrote: AtomicUsize::new(0),
             committed: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
@@ -250,13 +237,17 @@ impl MappedFile {
             reserved_to: AtomicUsize::new(0),
             #[cfg(debug_assertions)]
             writing: AtomicBool::new(false),
-        })
+        }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
     /// Global offset of the file's first byte (its name).
+    /// The disk the file lives on.
+    pub fn disk(&self) -> &Disk {
+        &self.disk
+    }
     pub fn start_offset(&self) -> i64 {
         self.start_offset
     }
@@ -323,27 +314,9 @@ impl MappedFile {
             return Ok(());
         }
         let target = self.policy.reserve_target(end, self.size);
-        self.with_file(|file| {
-            crate::fs_util::reserve_blocks(file, &self.path, target as u64, false)
-        })??;
+        self.seg.reserve(target, false)?;
         self.reserved_to.store(target, Ordering::Release);
         Ok(())
-    }
-
-    /// Runs `f` with the file's descriptor: the kept one, or one opened for
-    /// the call (see [`MappedFilePolicy::keep_fd`]).
-    fn with_file<R>(&self, f: impl FnOnce(&File) -> R) -> Result<R> {
-        match &self.file {
-            Some(file) => Ok(f(file)),
-            None => {
-                let file = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(&self.path)
-                    .map_err(|e| StoreError::io(&self.path, e))?;
-                Ok(f(&file))
-            }
-        }
     }
 
     /// Sets all three positions (recovery and truncation only).
@@ -379,7 +352,7 @@ impl MappedFile {
                 self.path.display()
             );
             let base = if self.buffer_ptr.is_null() {
-                self.map.as_mut_ptr()
+                self.seg.as_ptr()
             } else {
                 self.buffer_ptr
             };
@@ -421,7 +394,7 @@ impl MappedFile {
         }
         // SAFETY: the range is below `committed`, so it is fully written and no
         // writer touches it; the mapping lives as long as `self`.
-        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
+        Some(unsafe { std::slice::from_raw_parts(self.seg.as_ptr().add(pos), len) })
     }
 
     /// All committed bytes from `pos`.
@@ -449,7 +422,7 @@ impl MappedFile {
     pub fn raw(&self) -> &[u8] {
         // SAFETY: the whole mapping is valid for `size` bytes; callers use this
         // only when no append can run concurrently.
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.size) }
+        unsafe { std::slice::from_raw_parts(self.seg.as_ptr(), self.size) }
     }
 
     /// Zeroes `[pos, pos + len)` in the mapping (truncation of a dirty tail),
@@ -462,7 +435,7 @@ impl MappedFile {
         );
         // SAFETY: in bounds; callers guarantee no concurrent writer or reader
         // of this range (truncation happens at start-up or under the writer).
-        unsafe { std::ptr::write_bytes(self.map.as_mut_ptr().add(pos), 0, len) };
+        unsafe { std::ptr::write_bytes(self.seg.as_ptr().add(pos), 0, len) };
     }
 
     /// Writes an end-of-file filler at the write position and marks the file
@@ -478,7 +451,7 @@ impl MappedFile {
         basalt_common::record::encode_blank(&mut header, remaining);
         let pos = self.wrote_position();
         let base = if self.buffer_ptr.is_null() {
-            self.map.as_mut_ptr()
+            self.seg.as_ptr()
         } else {
             self.buffer_ptr
         };
@@ -515,8 +488,9 @@ impl MappedFile {
             let src = unsafe {
                 std::slice::from_raw_parts(self.buffer_ptr.add(committed), wrote - committed)
             };
-            self.with_file(|file| file.write_all_at(src, committed as u64))?
-                .map_err(|e| StoreError::io(&self.path, e))?;
+            // SAFETY: [committed, wrote) of the file is past `committed`, so
+            // no reader looks at it, and committing is single-threaded.
+            unsafe { self.seg.pwrite(committed, src)? };
             self.committed.store(wrote, Ordering::Release);
         }
         // A full, fully committed file needs its buffer no more.
@@ -542,40 +516,20 @@ impl MappedFile {
         let committed = self.committed.load(Ordering::Acquire);
         let flushed = self.flushed.load(Ordering::Acquire);
         if committed > flushed && able_to(self.size, flushed, committed, least_pages) {
-            faults::check_fsync(&self.path)?;
             self.sync_range(flushed, committed)?;
             self.flushed.store(committed, Ordering::Release);
         }
         Ok(self.flushed_position())
     }
 
-    /// Makes `[from, to)` durable: `fdatasync` on the kept descriptor, or
-    /// `msync(MS_SYNC)` of the pages holding the range, which the kernel
-    /// turns into the same data sync limited to that range.
+    /// Makes `[from, to)` durable (see [`Segment::sync_range`]).
     fn sync_range(&self, from: usize, to: usize) -> Result<()> {
-        if let Some(file) = &self.file {
-            return file.sync_data().map_err(|e| StoreError::io(&self.path, e));
-        }
-        let start = from - from % PAGE_SIZE;
-        let len = to.min(self.size) - start;
-        // SAFETY: msync on a page-aligned range inside our own mapping.
-        let rc = unsafe {
-            libc::msync(
-                self.map.as_mut_ptr().add(start) as *mut libc::c_void,
-                len,
-                libc::MS_SYNC,
-            )
-        };
-        if rc != 0 {
-            return Err(StoreError::io(&self.path, std::io::Error::last_os_error()));
-        }
-        Ok(())
+        Ok(self.seg.sync_range(from, to)?)
     }
 
     /// fsyncs the whole file whatever the positions say (recovery: what it
     /// kept may have been only in a crashed process's page cache).
     pub fn sync_whole(&self) -> Result<()> {
-        faults::check_fsync(&self.path)?;
         self.sync_range(0, self.size)
     }
 
@@ -585,23 +539,7 @@ impl MappedFile {
     /// written back here, once, so the pages are clean when appends begin and
     /// a later fsync writes only what was appended.
     pub fn warm(&self) {
-        // SAFETY: madvise on our own mapping's range.
-        let rc = unsafe {
-            libc::madvise(
-                self.map.as_mut_ptr() as *mut libc::c_void,
-                self.size,
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
-        if rc != 0 {
-            // Older kernels: touch each page by hand. The file is fresh, so
-            // writing zeros over zeros changes nothing.
-            let base = self.map.as_mut_ptr();
-            for off in (0..self.size).step_by(PAGE_SIZE) {
-                // SAFETY: in bounds; the file is not yet in use by any writer.
-                unsafe { std::ptr::write_volatile(base.add(off), 0) };
-            }
-        }
+        self.seg.populate_write();
         if let Err(e) = self.sync_range(0, self.size) {
             tracing::warn!(file = %self.path.display(), error = %e, "fsync while warming a new file failed");
         }
@@ -617,19 +555,7 @@ impl MappedFile {
     /// skip it. `from` must be page aligned.
     pub fn prefault(&self, from: usize, len: usize) {
         debug_assert_eq!(from % PAGE_SIZE, 0);
-        if from >= self.size {
-            return;
-        }
-        let len = len.min(self.size - from);
-        // SAFETY: madvise on a range inside our own mapping; reading never
-        // changes the file.
-        let _ = unsafe {
-            libc::madvise(
-                self.map.as_mut_ptr().add(from) as *mut libc::c_void,
-                len,
-                libc::MADV_POPULATE_READ,
-            )
-        };
+        self.seg.prefault(from, len);
     }
 
     /// Byte ranges from `from` to the end of the file that hold data, holes
@@ -639,34 +565,18 @@ impl MappedFile {
     /// delayed-allocation ranges as data). Without SEEK_DATA support the
     /// whole range is returned.
     pub fn data_ranges(&self, from: usize) -> Vec<(usize, usize)> {
-        use std::os::unix::io::AsRawFd;
-        let size = self.size;
-        if from >= size {
-            return Vec::new();
-        }
-        self.with_file(|file| seek_data_ranges(file.as_raw_fd(), from, size))
-            .unwrap_or_else(|_| vec![(from, size)])
+        self.seg.data_ranges(from)
     }
 
     /// Pages of the file that are in the page cache (`mincore` over the
     /// mapping), or `None` if the kernel cannot say. Diagnostics and tests.
     pub fn resident_pages(&self) -> Option<usize> {
-        let mut vec = vec![0u8; self.size.div_ceil(PAGE_SIZE)];
-        // SAFETY: mincore on our own page-aligned mapping; `vec` has one
-        // byte per page of it.
-        let rc = unsafe {
-            libc::mincore(
-                self.map.as_mut_ptr() as *mut libc::c_void,
-                self.size,
-                vec.as_mut_ptr(),
-            )
-        };
-        (rc == 0).then(|| vec.iter().filter(|b| *b & 1 == 1).count())
+        self.seg.resident_pages()
     }
 
     /// Last modification time of the file on disk.
     pub fn last_modified(&self) -> Option<SystemTime> {
-        std::fs::metadata(&self.path).ok()?.modified().ok()
+        self.disk.modified(&self.path)
     }
 
     /// Unlinks the file. The mapping stays valid for holders of an `Arc`.
@@ -677,11 +587,8 @@ impl MappedFile {
         if let Some(buf) = self.write_buffer.lock().take() {
             self.return_buffer(buf);
         }
-        match std::fs::remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::io(&self.path, e)),
-        }
+        self.disk.remove_file(&self.path)?;
+        Ok(())
     }
 }
 
@@ -716,7 +623,15 @@ impl AsRef<[u8]> for MappedSlice {
     fn as_ref(&self) -> &[u8] {
         // SAFETY: checked committed when created; committed bytes never change
         // while anyone can read them, and the Arc keeps the mapping alive.
-        unsafe { std::slice::from_raw_parts(self.file.map.as_ptr().add(self.pos), self.len) }
+        unsafe { std::slice::from_raw_parts(self.file.seg.as_ptr().add(self.pos), self.len) }
+    }
+}
+
+/// The segment options a policy asks for.
+fn segment_options(policy: MappedFilePolicy) -> SegmentOptions {
+    SegmentOptions {
+        keep_fd: policy.keep_fd,
+        random_access: policy.random_access,
     }
 }
 

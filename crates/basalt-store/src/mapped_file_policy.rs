@@ -1,7 +1,6 @@
 //! How a [`crate::mapped_file::MappedFile`] uses the disk and the kernel:
 //! block reservation steps, descriptor keeping, read-ahead advice
-//! ([`MappedFilePolicy`]), and the SEEK_DATA walk that finds written ranges
-//! without touching pages.
+//! ([`MappedFilePolicy`]).
 
 use crate::mapped_file::PAGE_SIZE;
 
@@ -58,39 +57,6 @@ impl MappedFilePolicy {
             .saturating_mul(self.reserve_step)
             .min(size)
     }
-}
-
-/// Byte ranges of `[from, size)` of the file open as `fd` that hold data
-/// (`SEEK_DATA`/`SEEK_HOLE`); the whole range when the file system cannot say.
-pub(crate) fn seek_data_ranges(
-    fd: std::os::unix::io::RawFd,
-    from: usize,
-    size: usize,
-) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut at = from as libc::off_t;
-    while (at as usize) < size {
-        // SAFETY: plain lseek on a descriptor we own.
-        let data = unsafe { libc::lseek(fd, at, libc::SEEK_DATA) };
-        if data < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO) {
-                break; // no more data
-            }
-            return vec![(from, size)];
-        }
-        // SAFETY: as above.
-        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
-        let hole = if hole < 0 { size as libc::off_t } else { hole };
-        let (s, e) = ((data as usize).max(from), (hole as usize).min(size));
-        if s >= size {
-            break;
-        }
-        if e > s {
-            out.push((s, e));
-        }
-        at = hole;
-    }
-    out
 }
 
 #[cfg(test)]

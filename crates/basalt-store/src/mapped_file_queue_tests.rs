@@ -103,3 +103,26 @@ fn delete_expired_keeps_tail() {
     assert_eq!(q.file_count(), 1);
     assert_eq!(q.min_offset(), 8192);
 }
+
+/// Regression (power-loss simulator, seed 64): cleanup deleted the file
+/// holding the flush position before it was flushed, and every later flush
+/// stopped there: nothing was fsynced again, a clean shutdown included.
+#[test]
+fn flush_continues_after_the_file_it_stood_in_was_deleted() {
+    let disk = basalt_disk::SimDisk::new(64);
+    let q = MappedFileQueue::new("/s/q", 4096).with_disk(Disk::Sim(disk.handle()));
+    q.load().unwrap();
+    q.last_writable(0).unwrap().append(&[1u8; 4096]).unwrap();
+    q.last_writable(0).unwrap().append(&[2u8; 100]).unwrap();
+    let deleted = q
+        .delete_expired_by_time(Duration::ZERO, true, 10, Duration::ZERO, i64::MAX)
+        .unwrap();
+    assert_eq!(deleted, 1);
+    assert_eq!(q.flush(0).unwrap(), 4096 + 100);
+    drop(q);
+    disk.power_loss();
+    let kept = disk
+        .durable_contents(Path::new("/s/q/00000000000000004096"))
+        .expect("the second file survives");
+    assert_eq!(&kept[..100], &[2u8; 100][..]);
+}

@@ -304,6 +304,22 @@ pub fn recover(
         files.len().saturating_sub(3)
     };
     report.scan_from = files[start_idx].start_offset();
+    if abnormal && let Some(index) = &dispatcher.index {
+        // An index file's header (with the offset it has indexed up to) may
+        // have reached the disk while the entries it counts did not: sectors
+        // of an unsynced file persist in any order. So nothing re-dispatched
+        // counts as indexed already; entries that did survive are found
+        // twice, and lookups drop the duplicates.
+        index.clamp_indexed_below(report.scan_from);
+    }
+    if abnormal {
+        // Likewise a ConsumeQueue's unsynced tail may have persisted torn or
+        // out of order (units straddle sectors): units pointing into the
+        // re-dispatched region are cut and written again from the log.
+        for cq in consume_queues.all() {
+            cq.truncate_dirty(report.scan_from)?;
+        }
+    }
 
     let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);
     let mut stopped_at: Option<(usize, usize)> = None;
@@ -429,20 +445,20 @@ fn judge_stop(
             },
             next_valid,
         }),
-        (None, Some(durable)) if offset < durable => {
-            // Nothing valid follows, so there is nothing to keep past here;
-            // but the checkpoint says these bytes were fsynced. Say so.
-            tracing::error!(
-                file = %f.path().display(),
-                file_offset = pos,
-                offset,
-                durable,
-                cut_bytes = report.cut_bytes,
-                stop = %report.stop,
-                "the CommitLog ends before its durable offset: data that was fsynced is missing"
-            );
-            Ok(())
-        }
+        // Nothing valid follows, but the checkpoint says these bytes were
+        // fsynced: acknowledged data is damaged or missing. Cutting would
+        // drop it silently (the power-loss simulator found this), so it is
+        // refused; `basalt store repair --truncate-at` cuts it if the
+        // operator chooses to.
+        (None, Some(durable)) if offset < durable => Err(StoreError::Corrupt {
+            what: "CommitLog",
+            path: f.path().to_path_buf(),
+            offset: pos as i64,
+            reason: format!(
+                "{} at global offset {offset}, inside the durable region up to {durable}: data that was fsynced is damaged or missing",
+                report.stop
+            ),
+        }),
         (None, _) => Ok(()),
     }
 }

@@ -315,6 +315,16 @@ pub(crate) struct CheckpointWritten {
     no_space: bool,
 }
 
+impl CheckpointWritten {
+    /// Nothing written yet: the next round writes the checkpoint.
+    pub(crate) fn nothing() -> Self {
+        CheckpointWritten {
+            times: (i64::MIN, i64::MIN, i64::MIN, None),
+            no_space: false,
+        }
+    }
+}
+
 /// Flushes every queue. Many queues are flushed from several threads at
 /// once, so the file system commits their fsyncs together (one journal
 /// commit covers many files) instead of one after another: at shutdown a

@@ -160,6 +160,35 @@ fn the_same_damage_inside_the_durable_point_is_refused() {
     }
 }
 
+/// Regression (power-loss simulator, seed 0): a damaged record inside the
+/// durable region with nothing valid after it was cut with only a log line,
+/// losing acknowledged messages. It must be refused, naming file and offset.
+#[test]
+fn damage_of_the_last_durable_record_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = populate(dir.path());
+    let last = written.last().unwrap().clone();
+    let (path, start) = newest_file(dir.path());
+    let mut raw = std::fs::read(&path).unwrap();
+    raw[(last.phys - start) as usize + 100] ^= 0x10;
+    std::fs::write(&path, raw).unwrap();
+    std::fs::write(dir.path().join("abort"), b"").unwrap();
+    match MessageStore::open(StoreConfig::for_tests(dir.path())) {
+        Err(StoreError::Corrupt {
+            path: p,
+            offset,
+            reason,
+            ..
+        }) => {
+            assert_eq!(p, path);
+            assert_eq!(offset, last.phys - start);
+            assert!(reason.contains("inside the durable region"), "{reason}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(_) => panic!("damage of durable data must be refused"),
+    }
+}
+
 #[test]
 fn damage_just_at_the_durable_point_is_past_it() {
     // The durable offset is exclusive: a record starting exactly there was

@@ -346,3 +346,21 @@ fn crc_trailer_adds_separator_when_missing() {
         CRC_TRAILER_LEN
     );
 }
+
+/// Regression (power-loss simulator, seed 608): a record whose last sector
+/// was torn kept the trailer's key but lost its digits and final 0x02; it
+/// was then read as a record without a trailer and passed on its body CRC.
+#[test]
+fn a_torn_crc_trailer_with_its_key_intact_is_damage() {
+    let mut out = Vec::new();
+    let len = golden_draft().encode_with_crc_trailer(&mut out).unwrap();
+    stamp(&mut out, 7, 1234, 1_700_000_000_123);
+    seal_crc(&mut out);
+    let mut torn = out.clone();
+    torn[len - 8..].fill(0);
+    assert!(RecordView::parse(&torn, true).is_err());
+    let mut end = out.clone();
+    end[len - 1] ^= 0x10;
+    assert!(RecordView::parse(&end, true).is_err());
+    assert!(RecordView::parse(&out, true).is_ok());
+}

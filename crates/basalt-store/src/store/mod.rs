@@ -17,7 +17,7 @@ use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueTable, UNIT_SIZE};
 use crate::dispatch::{ArrivalListener, DelayLevels, DispatchLimit, DispatchService, Dispatcher};
 use crate::error::{Result, StoreError};
-use crate::fs_util::{self, LockFile};
+use crate::fs_util::LockFile;
 use crate::health::Health;
 use crate::index::IndexService;
 use crate::message_log::MessageLog;
@@ -312,11 +312,33 @@ impl MessageStore {
         r
     }
 
-    /// fsyncs everything appended so far, now (tools and benchmarks; the
-    /// flush service does this on its own schedule).
+    /// fsyncs everything appended so far, now (tools, benchmarks and the
+    /// power-loss simulator; the flush service does this on its own
+    /// schedule). The checkpoint's durable offset follows in memory, as
+    /// after a flush of the service.
     pub fn flush_commit_log(&self) -> Result<()> {
         self.commit_log.commit(0)?;
-        self.commit_log.flush(0).map(|_| ())
+        self.commit_log.flush(0)?;
+        self.checkpoint
+            .advance_commit_log_durable_offset(self.commit_log.flushed_offset());
+        Ok(())
+    }
+
+    /// One thorough round of the ConsumeQueue flush service, now: every
+    /// queue and the index fsynced, then the checkpoint written. A failed
+    /// fsync poisons the store.
+    pub fn flush_queues_and_checkpoint(&self) -> Result<()> {
+        let mut written = services::CheckpointWritten::nothing();
+        let r = services::flush_queues_and_checkpoint(
+            &self.dispatcher,
+            &self.checkpoint,
+            0,
+            &mut written,
+        );
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
     }
 
     /// Appends one message (not waiting for durability).
@@ -498,9 +520,14 @@ impl MessageStore {
         }
 
         let abort = self.config.abort_path();
-        if let Err(e) = std::fs::remove_file(&abort).map_err(|e| StoreError::io(&abort, e)) {
+        if let Err(e) = self
+            .config
+            .disk
+            .remove_file(&abort)
+            .map_err(StoreError::from)
+        {
             tracing::error!(error = %e, "could not remove the abort file");
-        } else if let Err(e) = fs_util::fsync_dir(&self.config.root_dir) {
+        } else if let Err(e) = self.config.disk.sync_dir(&self.config.root_dir) {
             tracing::error!(error = %e, "could not fsync the store directory");
         }
         // Another process may open the store now.

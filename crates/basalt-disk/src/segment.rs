@@ -1,0 +1,339 @@
+//! A segment: one fixed-size file of a log, mapped into memory.
+//!
+//! The bytes live at [`Segment::as_ptr`]: the file's shared mapping on the
+//! real disk, the simulated page cache on the simulated one. Hot paths copy
+//! straight into that memory; nothing is dispatched per write. Durability is
+//! explicit: [`Segment::sync_range`] is the only way bytes become durable.
+//!
+//! Writers: with `&mut Segment` writes are safe ([`Segment::write`]).
+//! Shared segments (`Arc`) are written through the `unsafe`
+//! [`Segment::write_at`], whose caller keeps the single-writer discipline
+//! (one writer, writing only bytes no reader looks at).
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::MmapRaw;
+
+use crate::error::{DiskError, DiskResult};
+use crate::real;
+use crate::sim::{SimBuf, SimHandle};
+
+/// OS page size: the unit of `msync` and of block reservation steps.
+pub const PAGE_SIZE: usize = 4096;
+
+/// How a segment uses the kernel. Only the real disk looks at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SegmentOptions {
+    /// Keep the descriptor open: syncs are `fdatasync` on it. Without it
+    /// syncs are `msync(MS_SYNC)` of the pages of the range, and the rare
+    /// calls that need a descriptor open the file for their duration.
+    pub keep_fd: bool,
+    /// `MADV_RANDOM`: no read-ahead on faults.
+    pub random_access: bool,
+}
+
+enum Backing {
+    Mapped {
+        _map: MmapRaw,
+        file: Option<File>,
+    },
+    Sim {
+        buf: Arc<SimBuf>,
+        disk: SimHandle,
+        ino: u64,
+    },
+}
+
+/// One mapped file. Owns its mapping (or simulated page cache); the pointer
+/// stays valid and fixed for the segment's life, `len` bytes long.
+pub struct Segment {
+    path: PathBuf,
+    len: usize,
+    ptr: *mut u8,
+    backing: Backing,
+}
+
+// SAFETY: the pointer refers to memory owned by `backing` (a shared file
+// mapping or a heap buffer kept alive by the Arc). Concurrent access is
+// governed by the contracts of the unsafe accessors below.
+unsafe impl Send for Segment {}
+// SAFETY: as for Send above.
+unsafe impl Sync for Segment {}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .field("simulated", &matches!(self.backing, Backing::Sim { .. }))
+            .finish()
+    }
+}
+
+impl Segment {
+    pub(crate) fn mapped(path: PathBuf, file: File, opts: SegmentOptions) -> DiskResult<Segment> {
+        let map = MmapRaw::map_raw(&file).map_err(|e| DiskError::io(&path, e))?;
+        let len = map.len();
+        let ptr = map.as_mut_ptr();
+        if opts.random_access && len > 0 {
+            // SAFETY: madvise on our own mapping's range; advice only.
+            let _ = unsafe { libc::madvise(ptr as *mut libc::c_void, len, libc::MADV_RANDOM) };
+        }
+        let file = opts.keep_fd.then_some(file);
+        Ok(Segment {
+            path,
+            len,
+            ptr,
+            backing: Backing::Mapped { _map: map, file },
+        })
+    }
+
+    pub(crate) fn simulated(path: PathBuf, buf: Arc<SimBuf>, disk: SimHandle, ino: u64) -> Segment {
+        Segment {
+            path,
+            len: buf.len(),
+            ptr: buf.ptr(),
+            backing: Backing::Sim { buf, disk, ino },
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes in the segment.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the segment lives on the simulated disk.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self.backing, Backing::Sim { .. })
+    }
+
+    /// The first byte. Valid for `len()` bytes while the segment lives.
+    /// Dereferencing it is up to the caller (see [`Segment::write_at`]).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Copies `data` to `[pos, pos + data.len())`.
+    ///
+    /// # Safety
+    /// The range is inside the segment, no other thread writes it or reads
+    /// it (nor holds a slice of it from [`Segment::slice`]) during the call.
+    pub unsafe fn write_at(&self, pos: usize, data: &[u8]) {
+        debug_assert!(pos + data.len() <= self.len, "write past the segment's end");
+        // SAFETY: in bounds and unshared, per the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(pos), data.len()) };
+    }
+
+    /// Zeroes `[pos, pos + len)`.
+    ///
+    /// # Safety
+    /// As for [`Segment::write_at`].
+    pub unsafe fn zero(&self, pos: usize, len: usize) {
+        assert!(pos + len <= self.len, "zero range past the segment's end");
+        // SAFETY: in bounds and unshared, per the caller's contract.
+        unsafe { std::ptr::write_bytes(self.ptr.add(pos), 0, len) };
+    }
+
+    /// Borrows `[pos, pos + len)`.
+    ///
+    /// # Safety
+    /// The range is inside the segment and nobody writes it while the
+    /// slice lives.
+    pub unsafe fn slice(&self, pos: usize, len: usize) -> &[u8] {
+        debug_assert!(pos + len <= self.len, "read past the segment's end");
+        // SAFETY: in bounds and not written while borrowed, per the contract.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) }
+    }
+
+    /// Safe write for an exclusively held segment.
+    pub fn write(&mut self, pos: usize, data: &[u8]) {
+        assert!(pos + data.len() <= self.len, "write past the segment's end");
+        // SAFETY: `&mut self`: no other reference to the segment exists.
+        unsafe { self.write_at(pos, data) }
+    }
+
+    /// Safe read of an exclusively held segment.
+    pub fn read(&mut self, pos: usize, len: usize) -> &[u8] {
+        assert!(pos + len <= self.len, "read past the segment's end");
+        // SAFETY: `&mut self`: nobody else can write while the slice lives.
+        unsafe { self.slice(pos, len) }
+    }
+
+    /// Writes `data` at `pos` through the file (pwrite), not the mapping:
+    /// the transient-pool commit path.
+    ///
+    /// # Safety
+    /// As for [`Segment::write_at`]: nobody reads or writes the range during
+    /// the call (the simulated disk copies into memory readers can see).
+    pub unsafe fn pwrite(&self, pos: usize, data: &[u8]) -> DiskResult<()> {
+        match &self.backing {
+            Backing::Mapped { .. } => self.with_fd(|f| {
+                use std::os::unix::fs::FileExt;
+                f.write_all_at(data, pos as u64)
+                    .map_err(|e| DiskError::io(&self.path, e))
+            })?,
+            Backing::Sim { .. } => {
+                // SAFETY: the caller's contract covers the range.
+                unsafe { self.write_at(pos, data) };
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes `[from, to)` durable: `fdatasync` with a kept descriptor, or
+    /// `msync(MS_SYNC)` of the pages holding the range. A failure means the
+    /// range may or may not be on disk: the caller must stop acknowledging.
+    pub fn sync_range(&self, from: usize, to: usize) -> DiskResult<()> {
+        let to = to.min(self.len);
+        if from >= to {
+            return Ok(());
+        }
+        if let Backing::Mapped { .. } = &self.backing {
+            crate::faults::check_fsync(&self.path)?;
+        }
+        match &self.backing {
+            Backing::Mapped {
+                file: Some(file), ..
+            } => file.sync_data().map_err(|e| DiskError::io(&self.path, e)),
+            Backing::Mapped { file: None, .. } => {
+                let start = from - from % PAGE_SIZE;
+                // SAFETY: msync on a page-aligned range inside our own mapping.
+                let rc = unsafe {
+                    libc::msync(
+                        self.ptr.add(start) as *mut libc::c_void,
+                        to - start,
+                        libc::MS_SYNC,
+                    )
+                };
+                if rc != 0 {
+                    return Err(DiskError::io(&self.path, std::io::Error::last_os_error()));
+                }
+                Ok(())
+            }
+            Backing::Sim { buf, disk, ino } => disk.sync_segment(&self.path, *ino, buf, from, to),
+        }
+    }
+
+    /// Makes the whole segment durable.
+    pub fn sync_all(&self) -> DiskResult<()> {
+        self.sync_range(0, self.len)
+    }
+
+    /// Reserves blocks for the first `len` bytes so writes through the
+    /// mapping cannot fault for lack of space ([`DiskError::NoSpace`] on a
+    /// full disk, nothing changed). `fresh`: the file was just created.
+    pub fn reserve(&self, len: usize, fresh: bool) -> DiskResult<()> {
+        match &self.backing {
+            Backing::Mapped { .. } => {
+                self.with_fd(|f| real::reserve_blocks(f, &self.path, len as u64, fresh))?
+            }
+            Backing::Sim { disk, ino, .. } => disk.reserve(&self.path, *ino, len),
+        }
+    }
+
+    /// Bytes of the file with blocks allocated (diagnostics, fault checks).
+    pub fn allocated(&self) -> u64 {
+        match &self.backing {
+            Backing::Mapped { .. } => self.with_fd(real::allocated_bytes).unwrap_or(0),
+            Backing::Sim { disk, ino, .. } => disk.allocated(*ino),
+        }
+    }
+
+    /// Runs `f` with the descriptor: the kept one or one opened for the call.
+    fn with_fd<R>(&self, f: impl FnOnce(&File) -> R) -> DiskResult<R> {
+        match &self.backing {
+            Backing::Mapped {
+                file: Some(file), ..
+            } => Ok(f(file)),
+            _ => {
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&self.path)
+                    .map_err(|e| DiskError::io(&self.path, e))?;
+                Ok(f(&file))
+            }
+        }
+    }
+
+    /// Pre-faults every page for writing (`MADV_POPULATE_WRITE`, or a
+    /// touch per page on older kernels). Real disk only; the file must not
+    /// be in use yet.
+    pub fn populate_write(&self) {
+        if !matches!(self.backing, Backing::Mapped { .. }) || self.len == 0 {
+            return;
+        }
+        // SAFETY: madvise on our own mapping's range.
+        let rc = unsafe {
+            libc::madvise(
+                self.ptr as *mut libc::c_void,
+                self.len,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if rc != 0 {
+            for off in (0..self.len).step_by(PAGE_SIZE) {
+                // SAFETY: in bounds; writing zeros over the zeros of a fresh,
+                // unused file changes nothing.
+                unsafe { std::ptr::write_volatile(self.ptr.add(off), 0) };
+            }
+        }
+    }
+
+    /// Maps `[from, from + len)` as clean pages without writing (best
+    /// effort, `MADV_POPULATE_READ`). `from` must be page aligned.
+    pub fn prefault(&self, from: usize, len: usize) {
+        if !matches!(self.backing, Backing::Mapped { .. }) || from >= self.len {
+            return;
+        }
+        let len = len.min(self.len - from);
+        // SAFETY: madvise on a range inside our own mapping; reading never
+        // changes the file.
+        let _ = unsafe {
+            libc::madvise(
+                self.ptr.add(from) as *mut libc::c_void,
+                len,
+                libc::MADV_POPULATE_READ,
+            )
+        };
+    }
+
+    /// Ranges of `[from, len)` that hold data, holes skipped. The simulated
+    /// disk has no holes: the whole range.
+    pub fn data_ranges(&self, from: usize) -> Vec<(usize, usize)> {
+        if from >= self.len {
+            return Vec::new();
+        }
+        match &self.backing {
+            Backing::Mapped { .. } => {
+                use std::os::unix::io::AsRawFd;
+                self.with_fd(|f| real::seek_data_ranges(f.as_raw_fd(), from, self.len))
+                    .unwrap_or_else(|_| vec![(from, self.len)])
+            }
+            Backing::Sim { .. } => vec![(from, self.len)],
+        }
+    }
+
+    /// Pages resident in the page cache (`mincore`), `None` when unknown.
+    pub fn resident_pages(&self) -> Option<usize> {
+        if !matches!(self.backing, Backing::Mapped { .. }) {
+            return None;
+        }
+        let mut vec = vec![0u8; self.len.div_ceil(PAGE_SIZE)];
+        // SAFETY: mincore on our own page-aligned mapping; `vec` has one
+        // byte per page of it.
+        let rc =
+            unsafe { libc::mincore(self.ptr as *mut libc::c_void, self.len, vec.as_mut_ptr()) };
+        (rc == 0).then(|| vec.iter().filter(|b| *b & 1 == 1).count())
+    }
+}
