@@ -304,6 +304,13 @@ pub fn recover(
         files.len().saturating_sub(3)
     };
     report.scan_from = files[start_idx].start_offset();
+    if abnormal {
+        // What follows cuts queue units and the index before re-dispatching;
+        // a store that is about to be refused must be left as it was (the
+        // operator's `basalt store repair` plans from it), so the end of
+        // the log is judged first, at the cost of one more scan.
+        prejudge_stop(&files, start_idx, check_crc, checkpoint)?;
+    }
     if abnormal && let Some(index) = &dispatcher.index {
         // An index file's header (with the offset it has indexed up to) may
         // have reached the disk while the entries it counts did not: sectors
@@ -390,7 +397,7 @@ pub fn recover(
     report.cut_bytes = (wrote_end - log_end).max(0);
     report.durable_offset = checkpoint.commit_log_durable_offset();
     if let Some((i, pos)) = stopped_at {
-        judge_stop(&files, i, pos, &mut report)?;
+        judge_stop(&files, i, pos, &mut report, true)?;
     }
     commit_log.truncate(log_end)?;
     commit_log.set_recovered_end(log_end);
@@ -408,20 +415,56 @@ pub fn recover(
     Ok(report)
 }
 
+/// Scans `files[start_idx..]` for the end of the valid log and judges it
+/// (see [`judge_stop`]) without changing anything: an error is the refusal
+/// the full recovery would reach.
+fn prejudge_stop(
+    files: &[Arc<MappedFile>],
+    start_idx: usize,
+    check_crc: bool,
+    checkpoint: &Checkpoint,
+) -> Result<()> {
+    for (i, f) in files.iter().enumerate().skip(start_idx) {
+        let stop = scan_file(f.raw(), f.start_offset(), 0, check_crc, |_| Ok(()))?;
+        let (pos, stop) = match stop {
+            ScanStop::EndOfFile => continue,
+            ScanStop::Zeros { pos } => (
+                pos,
+                format!("end of data in {} at {pos}", f.path().display()),
+            ),
+            ScanStop::Invalid { pos, reason } => {
+                (pos, format!("{reason} in {} at {pos}", f.path().display()))
+            }
+        };
+        let mut scratch = RecoveryReport {
+            stop,
+            durable_offset: checkpoint.commit_log_durable_offset(),
+            ..RecoveryReport::default()
+        };
+        return judge_stop(files, i, pos, &mut scratch, false);
+    }
+    Ok(())
+}
+
 /// Decides what the stop of the scan at `pos` in `files[i]` means, against
 /// the checkpoint's durable offset (see the module docs): a torn or
-/// out-of-order tail to cut (Ok), or damage in the middle (the error).
+/// out-of-order tail to cut (Ok; logged when `log_cut`), or damage in the
+/// middle (the error).
 fn judge_stop(
     files: &[Arc<MappedFile>],
     i: usize,
     pos: usize,
     report: &mut RecoveryReport,
+    log_cut: bool,
 ) -> Result<()> {
     let f = &files[i];
     let offset = f.start_offset() + pos as i64;
     let next_valid = find_valid_record_after(files, i, pos);
     match (next_valid, report.durable_offset) {
         (Some(next_valid), Some(durable)) if offset >= durable => {
+            if !log_cut {
+                return Ok(());
+            }
             tracing::warn!(
                 file = %f.path().display(),
                 file_offset = pos,
