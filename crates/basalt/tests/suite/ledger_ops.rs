@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use basalt_client::{
     Admin, ClientConfig, Message, Producer, ProducerOptions, PullConsumer, PullStatus, SendStatus,
-    TopicConfig,
 };
 use procs::eventually;
 use procs::ledger_group::LedgerGroup;
@@ -131,11 +130,7 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
     let ns = group.ns_addr.clone();
     let admin = Admin::new(client_config(&ns));
     let master = group.master(&admin, None).await;
-    admin
-        .create_topic(&master, &TopicConfig::new(TOPIC, 2))
-        .await
-        .unwrap();
-    group.wait_topic_everywhere(TOPIC).await;
+    group.create_topic(&admin, &master, TOPIC, 2).await;
 
     // ~2 MiB of 1 KiB messages: about eight ledger files.
     let opts = ProducerOptions {
@@ -271,11 +266,9 @@ async fn ledger_retention_status_transfer_and_delay_levels() {
     // Delay level 2 is configured to 2 s (5 s by default): the message
     // appears in its topic after about 2 s.
     let delayed_topic = "LedgerDelayed";
-    admin
-        .create_topic(&new_master, &TopicConfig::new(delayed_topic, 1))
-        .await
-        .unwrap();
-    group.wait_topic_everywhere(delayed_topic).await;
+    group
+        .create_topic(&admin, &new_master, delayed_topic, 1)
+        .await;
     let sent_at = Instant::now();
     let r = producer
         .send(&Message::new(delayed_topic, &b"m-delayed"[..]).with_delay_level(2))
@@ -339,11 +332,7 @@ async fn ledger_follower_behind_the_first_kept_entry_is_brought_back() {
     let ns = group.ns_addr.clone();
     let admin = Admin::new(client_config(&ns));
     let master = group.master(&admin, None).await;
-    admin
-        .create_topic(&master, &TopicConfig::new(TOPIC, 2))
-        .await
-        .unwrap();
-    group.wait_topic_everywhere(TOPIC).await;
+    group.create_topic(&admin, &master, TOPIC, 2).await;
     let st = status_json(&ns);
     let (away, _, _) = members(&st)
         .into_iter()

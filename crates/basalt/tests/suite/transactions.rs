@@ -670,11 +670,7 @@ async fn ledger_mode_decisions_survive_a_leader_kill() {
     let admin = Admin::new(config);
     let leader = group.master(&admin, None).await;
     let topic = "TxLedger";
-    admin
-        .create_topic(&leader, &TopicConfig::new(topic, 4))
-        .await
-        .expect("create topic");
-    group.wait_topic_everywhere(topic).await;
+    group.create_topic(&admin, &leader, topic, 4).await;
     let checks = Arc::new(Inbox::default());
     let producer = start_tx_producer(
         &group.ns_addr,

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use basalt_client::Admin;
+use basalt_client::{Admin, TopicConfig};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::{ExtFields, RemotingClient, RemotingCommand};
 
@@ -101,6 +101,16 @@ impl LedgerGroup {
         )
         .await;
         addr
+    }
+
+    /// Creates `topic` with `queues` queues on the master at `master` and
+    /// waits until every member has it.
+    pub async fn create_topic(&self, admin: &Admin, master: &str, topic: &str, queues: i32) {
+        admin
+            .create_topic(master, &TopicConfig::new(topic, queues))
+            .await
+            .expect("create topic");
+        self.wait_topic_everywhere(topic).await;
     }
 
     /// Waits until every member has `topic` (followers copy the topic table
