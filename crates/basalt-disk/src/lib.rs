@@ -260,7 +260,7 @@ fn create_real_segment(
             file.set_len(size as u64)
                 .map_err(|e| DiskError::io(path, e))?;
         }
-        real::reserve_blocks(&file, path, reserve as u64, fresh)
+        real::reserve_blocks(&file, path, 0, reserve as u64, fresh)
     })();
     if let Err(e) = sized {
         if fresh {

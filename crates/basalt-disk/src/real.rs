@@ -90,17 +90,32 @@ pub(crate) fn create_marker(path: &Path) -> DiskResult<()> {
     sync_dir(parent_of(path))
 }
 
-/// Allocates the blocks of `file`'s first `len` bytes (`fallocate`), so
-/// writing them through a shared mapping can never SIGBUS for lack of space.
-/// Where the file system has no `fallocate`, holes are filled with written
-/// zeros (the whole range for a `fresh` file).
-pub(crate) fn reserve_blocks(file: &File, path: &Path, len: u64, fresh: bool) -> DiskResult<()> {
-    if len == 0 {
+/// Allocates the blocks of `[from, to)` of `file` (`fallocate`), so writing
+/// them through a shared mapping can never SIGBUS for lack of space. The
+/// caller knows `[0, from)` is allocated already; asking only for the new
+/// range keeps a queue that grows page by page from re-walking its whole
+/// extent map each time. Where the file system has no `fallocate`, holes are
+/// filled with written zeros (the whole range for a `fresh` file).
+pub(crate) fn reserve_blocks(
+    file: &File,
+    path: &Path,
+    from: u64,
+    to: u64,
+    fresh: bool,
+) -> DiskResult<()> {
+    if to <= from {
         return Ok(());
     }
-    crate::faults::check_reserve(path, len, || if fresh { 0 } else { allocated_bytes(file) })?;
+    crate::faults::check_reserve(path, to, || if fresh { 0 } else { allocated_bytes(file) })?;
     // SAFETY: plain syscall on a descriptor we own.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            0,
+            from as libc::off_t,
+            (to - from) as libc::off_t,
+        )
+    };
     if rc == 0 {
         return Ok(());
     }
@@ -108,16 +123,16 @@ pub(crate) fn reserve_blocks(file: &File, path: &Path, len: u64, fresh: bool) ->
     match err.raw_os_error() {
         Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
             let holes = if fresh {
-                vec![(0, len)]
+                vec![(from, to)]
             } else {
-                holes(file, len)
+                holes(file, from, to)
             };
-            for (from, to) in holes {
-                write_zeros(file, from, to).map_err(|e| DiskError::io_or_no_space(path, len, e))?;
+            for (a, b) in holes {
+                write_zeros(file, a, b).map_err(|e| DiskError::io_or_no_space(path, to, e))?;
             }
             Ok(())
         }
-        _ => Err(DiskError::io_or_no_space(path, len, err)),
+        _ => Err(DiskError::io_or_no_space(path, to, err)),
     }
 }
 
@@ -127,11 +142,12 @@ pub(crate) fn allocated_bytes(file: &File) -> u64 {
     file.metadata().map(|m| m.blocks() * 512).unwrap_or(0)
 }
 
-/// The holes of `[0, len)` of `file`; none when the file system cannot tell.
-fn holes(file: &File, len: u64) -> Vec<(u64, u64)> {
+/// The holes of `[from, len)` of `file`; none when the file system cannot
+/// tell.
+fn holes(file: &File, from: u64, len: u64) -> Vec<(u64, u64)> {
     let fd = file.as_raw_fd();
     let mut out = Vec::new();
-    let mut at: u64 = 0;
+    let mut at: u64 = from;
     while at < len {
         // SAFETY: plain lseek on a descriptor we own.
         let hole = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_HOLE) };

@@ -229,15 +229,16 @@ impl Segment {
         self.sync_range(0, self.len)
     }
 
-    /// Reserves blocks for the first `len` bytes so writes through the
-    /// mapping cannot fault for lack of space ([`DiskError::NoSpace`] on a
-    /// full disk, nothing changed). `fresh`: the file was just created.
-    pub fn reserve(&self, len: usize, fresh: bool) -> DiskResult<()> {
+    /// Reserves blocks for `[from, to)` so writes through the mapping cannot
+    /// fault for lack of space ([`DiskError::NoSpace`] on a full disk,
+    /// nothing changed). The caller vouches that `[0, from)` is reserved
+    /// already (pass 0 when it does not know). `fresh`: the file was just
+    /// created.
+    pub fn reserve(&self, from: usize, to: usize, fresh: bool) -> DiskResult<()> {
         match &self.backing {
-            Backing::Mapped { .. } => {
-                self.with_fd(|f| real::reserve_blocks(f, &self.path, len as u64, fresh))?
-            }
-            Backing::Sim { disk, ino, .. } => disk.reserve(&self.path, *ino, len),
+            Backing::Mapped { .. } => self
+                .with_fd(|f| real::reserve_blocks(f, &self.path, from as u64, to as u64, fresh))?,
+            Backing::Sim { disk, ino, .. } => disk.reserve(&self.path, *ino, to),
         }
     }
 

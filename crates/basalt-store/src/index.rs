@@ -245,7 +245,7 @@ impl IndexFile {
         if self.reserved.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.map.reserve(self.map.len(), false)?;
+        self.map.reserve(0, self.map.len(), false)?;
         self.reserved.store(true, Ordering::Release);
         Ok(())
     }

@@ -149,7 +149,7 @@ impl MappedFile {
         pool: Option<&Arc<TransientStorePool>>,
         policy: MappedFilePolicy,
     ) -> Result<MappedFile> {
-        let reserve = policy.reserve_target(1, size);
+        let reserve = policy.reserve_target(1, size, 0);
         let path = dir.join(file_name(start_offset));
         let (seg, _fresh) = disk.create_segment(&path, size, reserve, segment_options(policy))?;
         let write_buffer = pool.and_then(|p| p.borrow());
@@ -310,11 +310,12 @@ impl MappedFile {
     /// [`StoreError::NoSpace`] on a full disk, leaving the file as it was.
     /// Writer only.
     pub fn ensure_reserved_until(&self, end: usize) -> Result<()> {
-        if end <= self.reserved_to() {
+        let reserved = self.reserved_to();
+        if end <= reserved {
             return Ok(());
         }
-        let target = self.policy.reserve_target(end, self.size);
-        self.seg.reserve(target, false)?;
+        let target = self.policy.reserve_target(end, self.size, reserved);
+        self.seg.reserve(reserved, target, false)?;
         self.reserved_to.store(target, Ordering::Release);
         Ok(())
     }

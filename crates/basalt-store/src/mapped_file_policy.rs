@@ -5,12 +5,19 @@
 use crate::mapped_file::PAGE_SIZE;
 
 /// How a [`MappedFile`] reserves its blocks and whether it keeps its file
-/// descriptor. Invariant: `reserve_step` is a positive multiple of
-/// [`PAGE_SIZE`] or `usize::MAX` (the whole file at once).
+/// descriptor. Invariant: `reserve_step` and `reserve_step_max` are positive
+/// multiples of [`PAGE_SIZE`] with `reserve_step <= reserve_step_max`, or
+/// `reserve_step` is `usize::MAX` (the whole file at once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MappedFilePolicy {
-    /// Bytes reserved per step ahead of the writer.
+    /// Bytes reserved by the first step ahead of the writer.
     pub reserve_step: usize,
+    /// Later steps double what is reserved, up to this many bytes per step:
+    /// a queue that is written to reserves about once per doubling and then
+    /// once per `reserve_step_max`, not once per page, while a queue holding
+    /// one unit still costs one page. At most about half of a file's
+    /// reserved blocks are ahead of its data (or `reserve_step_max`).
+    pub reserve_step_max: usize,
     /// Keep the descriptor open (the CommitLog commits and fsyncs through
     /// it). Without it the file costs no descriptor while mapped: fsyncs go
     /// through `msync(MS_SYNC)` on the mapping, and the rare calls that need
@@ -34,26 +41,36 @@ impl MappedFilePolicy {
     /// CommitLog, timer log: reserve the whole file when it is created.
     pub const WHOLE: MappedFilePolicy = MappedFilePolicy {
         reserve_step: usize::MAX,
+        reserve_step_max: usize::MAX,
         keep_fd: true,
         random_access: false,
         sync_dir_on_create: true,
     };
-    /// ConsumeQueue files: one page reserved at a time, no descriptor kept,
-    /// no read-ahead. Thousands of mostly empty queues cost one block and
-    /// one mapping each, and nothing resident beyond the pages they use.
+    /// ConsumeQueue files: one page reserved first, then doubling steps up
+    /// to 64 pages; no descriptor kept, no read-ahead. Thousands of mostly
+    /// empty queues cost one block and one mapping each, and nothing
+    /// resident beyond the pages they use. (One page per step cost the
+    /// dispatch thread an open, an `fallocate` and a close every 204 units
+    /// of each queue: about 0.4 µs per message in `bench produce`.)
     pub const CONSUME_QUEUE: MappedFilePolicy = MappedFilePolicy {
         reserve_step: PAGE_SIZE,
+        reserve_step_max: 64 * PAGE_SIZE,
         keep_fd: false,
         random_access: true,
         sync_dir_on_create: false,
     };
 
-    /// The reservation that covers `[0, end)` in a file of `size` bytes.
-    pub(crate) fn reserve_target(&self, end: usize, size: usize) -> usize {
+    /// The reservation that covers `[0, end)` in a file of `size` bytes of
+    /// which `[0, reserved)` is reserved already.
+    pub(crate) fn reserve_target(&self, end: usize, size: usize, reserved: usize) -> usize {
         if self.reserve_step == usize::MAX {
             return size;
         }
-        end.div_ceil(self.reserve_step)
+        debug_assert!(self.reserve_step <= self.reserve_step_max);
+        let step = reserved.clamp(self.reserve_step, self.reserve_step_max);
+        let wanted = end.max(reserved.saturating_add(step));
+        wanted
+            .div_ceil(self.reserve_step)
             .saturating_mul(self.reserve_step)
             .min(size)
     }
@@ -90,19 +107,48 @@ mod tests {
         crate::faults::free_disk_under(dir.path());
         assert!(err.is_no_space(), "{err}");
         assert_eq!(mf.reserved_to(), 2 * PAGE_SIZE);
+        // The next step doubles what was reserved.
         mf.ensure_reserved_until(3 * PAGE_SIZE).unwrap();
-        assert_eq!(mf.reserved_to(), 3 * PAGE_SIZE);
+        assert_eq!(mf.reserved_to(), 4 * PAGE_SIZE);
+        assert!(blocks() <= 4 * PAGE_SIZE as u64);
     }
 
     #[test]
     fn reserve_targets() {
         let whole = MappedFilePolicy::WHOLE;
-        assert_eq!(whole.reserve_target(1, 10_000), 10_000);
+        assert_eq!(whole.reserve_target(1, 10_000, 0), 10_000);
         let q = MappedFilePolicy::CONSUME_QUEUE;
-        assert_eq!(q.reserve_target(1, 6_000_000), PAGE_SIZE);
-        assert_eq!(q.reserve_target(PAGE_SIZE, 6_000_000), PAGE_SIZE);
-        assert_eq!(q.reserve_target(PAGE_SIZE + 1, 6_000_000), 2 * PAGE_SIZE);
+        let size = 6_000_000;
+        assert_eq!(q.reserve_target(1, size, 0), PAGE_SIZE);
+        assert_eq!(q.reserve_target(PAGE_SIZE, size, 0), PAGE_SIZE);
+        // Steps double what is reserved...
+        assert_eq!(
+            q.reserve_target(PAGE_SIZE + 1, size, PAGE_SIZE),
+            2 * PAGE_SIZE
+        );
+        assert_eq!(
+            q.reserve_target(2 * PAGE_SIZE + 1, size, 2 * PAGE_SIZE),
+            4 * PAGE_SIZE
+        );
+        // ...up to 64 pages a step.
+        let big = 1000 * PAGE_SIZE;
+        assert_eq!(q.reserve_target(big + 1, size, big), big + 64 * PAGE_SIZE);
+        // A write past the step still gets all it needs (a file found on
+        // disk starts from nothing reserved).
+        assert_eq!(q.reserve_target(10 * PAGE_SIZE, size, 0), 10 * PAGE_SIZE);
         // Never past the end of a file whose size is not a page multiple.
-        assert_eq!(q.reserve_target(5_999_990, 6_000_000), 6_000_000);
+        assert_eq!(q.reserve_target(5_999_990, size, 5_000_000), size);
+        // Reserving page after page as units are appended takes about
+        // log2(64) + pages / 64 steps, not one per page.
+        let (mut reserved, mut steps) = (0, 0);
+        for end in (20..size).step_by(20) {
+            if end > reserved {
+                reserved = q.reserve_target(end, size, reserved);
+                steps += 1;
+            }
+            assert!(reserved >= end && reserved <= size);
+            assert!(reserved - end <= (end + PAGE_SIZE).min(64 * PAGE_SIZE) + PAGE_SIZE);
+        }
+        assert!(steps < 35, "{steps} reservations for a full queue file");
     }
 }
