@@ -120,6 +120,13 @@ pub struct BrokerConfig {
     /// Offer Basalt's binary entry push to the other members (`dLegerBinaryPush`,
     /// default true); a member that does not take it gets DLedger's JSON.
     pub dleger_binary_push: bool,
+    /// Append a line per acknowledged ledger send to `ledger-acks.log` under
+    /// the store root (`ledgerAckLogEnable`, Basalt only, default false): the
+    /// term and the entry indexes each acknowledgement was given for, so a
+    /// fault test can prove a deposed leader never acknowledged an entry of
+    /// its old term that the new term replaced. A diagnostic: one small
+    /// write per send.
+    pub ledger_ack_log: bool,
     /// Member that should lead whenever it is healthy.
     pub dleger_preferred_leader: String,
     /// Maximum frame size accepted from clients.
@@ -237,6 +244,7 @@ impl Default for BrokerConfig {
             dleger_heartbeat_interval: Duration::from_millis(300),
             dleger_ack_in_memory: false,
             dleger_binary_push: true,
+            ledger_ack_log: false,
             dleger_preferred_leader: String::new(),
             max_frame_size: 16 * 1024 * 1024,
             server_max_connections: basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS,
@@ -430,6 +438,7 @@ impl BrokerConfig {
             "dLegerHeartbeatInterval" => self.dleger_heartbeat_interval = parse_millis(key, v)?,
             "dLegerAckInMemory" => self.dleger_ack_in_memory = parse_bool(key, v)?,
             "dLegerBinaryPush" => self.dleger_binary_push = parse_bool(key, v)?,
+            "ledgerAckLogEnable" => self.ledger_ack_log = parse_bool(key, v)?,
             "preferredLeaderId" | "dLegerPreferredLeader" => {
                 self.dleger_preferred_leader = v.to_string()
             }

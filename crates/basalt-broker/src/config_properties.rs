@@ -213,6 +213,7 @@ impl BrokerConfig {
             ),
             ("dLegerAckInMemory", self.dleger_ack_in_memory.to_string()),
             ("dLegerBinaryPush", self.dleger_binary_push.to_string()),
+            ("ledgerAckLogEnable", self.ledger_ack_log.to_string()),
             ("preferredLeaderId", self.dleger_preferred_leader.clone()),
         ]
     }

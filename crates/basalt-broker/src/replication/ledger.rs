@@ -11,6 +11,7 @@
 //! * The leader is the master (brokerId 0) once its term has committed its
 //!   first entry and its queues have caught up; the others are slaves.
 
+mod ack_log;
 mod dispatch;
 mod ops;
 mod retention;
@@ -37,6 +38,7 @@ use tokio::sync::watch;
 
 use crate::broker::BrokerError;
 use crate::config::BrokerConfig;
+pub use ack_log::{LEDGER_ACK_LOG_FILE, LedgerAckLog};
 
 /// Reads records from the ledger's committed data (the store's [`MessageLog`]
 /// in ledger mode).
@@ -98,6 +100,8 @@ pub struct LedgerMode {
     writable_tx: watch::Sender<bool>,
     /// The ledger directory's lock, released once the ledger has stopped.
     lock: Mutex<Option<LockFile>>,
+    /// Where acknowledged sends are noted (`ledgerAckLogEnable`).
+    ack_log: Option<LedgerAckLog>,
 }
 
 /// A running ledger whose store is not open yet. Holds the lock on the
@@ -108,6 +112,7 @@ pub struct StartedLedger {
     follower_id: i64,
     self_id: NodeId,
     lock: LockFile,
+    ack_log: Option<LedgerAckLog>,
 }
 
 impl StartedLedger {
@@ -195,6 +200,11 @@ impl LedgerMode {
         // the same root must not reach the ledger before it finds out.
         basalt_store::fs_util::create_dir_all_durable(&lc.data_dir)?;
         let lock = LockFile::acquire(&lc.data_dir.join("lock"))?;
+        let ack_log = if cfg.ledger_ack_log {
+            Some(LedgerAckLog::open(&cfg.store_path_root_dir)?)
+        } else {
+            None
+        };
         let handle = Ledger::start(lc)
             .await
             .map_err(|e| BrokerError::Other(format!("ledger: {e}")))?;
@@ -204,6 +214,7 @@ impl LedgerMode {
             follower_id,
             self_id,
             lock,
+            ack_log,
         })
     }
 
@@ -220,6 +231,7 @@ impl LedgerMode {
             follower_id,
             self_id,
             lock,
+            ack_log,
             ..
         } = started;
         let progress_file = cfg
@@ -244,6 +256,7 @@ impl LedgerMode {
             term_ready: AtomicI64::new(-1),
             writable_tx: watch::channel(false).0,
             lock: Mutex::new(Some(lock)),
+            ack_log,
         });
         tracing::info!(member = %lm.self_id, resume, "ledger mode: dispatching committed entries");
         let me = Arc::clone(&lm);
@@ -433,8 +446,16 @@ impl LedgerMode {
                 bytes,
             });
         };
-        let appended = self.handle.append(bodies, stamp).await;
-        put_result(appended.map(|_| placed.lock().take()))
+        let appended = self
+            .handle
+            .append(bodies, stamp)
+            .await
+            .map(|receipt| (receipt, placed.lock().take()));
+        // Only a send that will be answered as stored is an acknowledgement.
+        if let (Ok((receipt, Some(_))), Some(log)) = (&appended, &self.ack_log) {
+            log.record(receipt);
+        }
+        put_result(appended.map(|(_, placement)| placement))
     }
 
     /// Stops dispatching and the ledger.

@@ -15,7 +15,11 @@
 //!   again after a fail-over, RocketMQ is at-least-once) is where the send
 //!   said;
 //! - the members' ledgers are identical, `basalt store check` passes on each,
-//!   and no member logged ERROR.
+//!   and no member logged ERROR;
+//! - every entry a member acknowledged, by its own log of acks with their
+//!   terms (`ledgerAckLogEnable`), holds an entry of that term in the final
+//!   ledger: a deposed leader never acknowledged after the new term took its
+//!   place.
 //!
 //! `BASALT_LEDGER_FAULT_CYCLES` sets the number of cycles (default 6, one of
 //! each kind; the long run in docs/ledger-protocol.md uses 24).
@@ -34,7 +38,9 @@ use basalt_client::{
     PushConsumer, PushOptions, SendStatus, TopicConfig,
 };
 use parking_lot::Mutex;
-use procs::ledger_group::{check_ledgers_identical, check_queue_order};
+use procs::ledger_group::{
+    check_acks_hold_their_terms, check_ledgers_identical, check_queue_order,
+};
 use procs::link_proxy::{LinkMode, LinkProxy};
 use procs::{Proc, eventually, free_port, free_port_pair, write_conf};
 
@@ -113,6 +119,7 @@ impl FaultyGroup {
                         ("mappedFileSizeConsumeQueue", (20 * 10_000).to_string()),
                         ("registerNameServerPeriod", "500".into()),
                         ("slaveSyncInterval", "500".into()),
+                        ("ledgerAckLogEnable", "true".into()),
                     ],
                 )
             })
@@ -385,6 +392,19 @@ async fn ledger_group_survives_partitions_pauses_and_crashes() {
         b.stop();
     }
     check_ledgers_identical(&g.work, MEMBERS);
+    // The members' own logs of what they acknowledged, against the final
+    // ledger: no deposed leader acknowledged an entry the next term replaced.
+    let acked_per_term = check_acks_hold_their_terms(&g.work, MEMBERS);
+    let logged: usize = acked_per_term.values().sum();
+    assert!(
+        logged >= acked.len(),
+        "the members logged {logged} acknowledged entries for {} acknowledged sends",
+        acked.len()
+    );
+    assert!(
+        acked_per_term.len() >= 2,
+        "acknowledgements came from one term only: {acked_per_term:?}"
+    );
     for (i, b) in g.brokers.iter().enumerate() {
         let store = g.work.join(format!("store{i}"));
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))

@@ -216,3 +216,77 @@ pub fn check_ledgers_identical(work: &Path, members: usize) {
         assert!(data(d) == first, "ledger data of {} differs", d.display());
     }
 }
+
+/// The term of every entry in the ledger of `dir` (index -> term), read
+/// from its data files up to `end_pos`.
+fn ledger_terms(dir: &Path, end_pos: i64) -> std::collections::BTreeMap<i64, i64> {
+    use basalt_ledger::entry::{EntryHeader, HEADER_SIZE};
+    let mut files: Vec<(i64, std::path::PathBuf)> = std::fs::read_dir(dir.join("data"))
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            let start = p.file_name()?.to_str()?.parse::<i64>().ok()?;
+            Some((start, p))
+        })
+        .collect();
+    files.sort();
+    let mut terms = std::collections::BTreeMap::new();
+    for (start, path) in files {
+        let bytes = std::fs::read(&path).unwrap();
+        let mut at = 0usize;
+        while start + (at as i64) < end_pos && at + HEADER_SIZE <= bytes.len() {
+            // A blank (end of file) or never-written zeros end the file.
+            let Ok(h) = EntryHeader::decode(&bytes[at..]) else {
+                break;
+            };
+            assert_eq!(
+                h.pos,
+                start + at as i64,
+                "{}: entry out of place",
+                path.display()
+            );
+            terms.insert(h.index, h.term);
+            at = (h.end_pos() - start) as usize;
+        }
+    }
+    terms
+}
+
+/// Each member's `ledger-acks.log` (`ledgerAckLogEnable`) against the final
+/// ledger, which [`check_ledgers_identical`] has shown all members share:
+/// every index a member acknowledged holds an entry of the term it was
+/// acknowledged in. A deposed leader that acknowledged an entry the new
+/// term replaced would fail here. Returns the number of acknowledged
+/// entries per term, over all members.
+pub fn check_acks_hold_their_terms(
+    work: &Path,
+    members: usize,
+) -> std::collections::BTreeMap<i64, usize> {
+    let dir0 = work.join("store0").join("dledger-n0");
+    let report = basalt_ledger::check_ledger_dir(&dir0).unwrap();
+    let terms = ledger_terms(&dir0, report.end_pos);
+    let mut per_term = std::collections::BTreeMap::new();
+    for i in 0..members {
+        let path = work.join(format!("store{i}")).join("ledger-acks.log");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for line in text.lines() {
+            let f: Vec<i64> = line
+                .strip_prefix("ack ")
+                .unwrap_or_else(|| panic!("{}: bad line {line:?}", path.display()))
+                .split(' ')
+                .map(|x| x.parse().unwrap())
+                .collect();
+            let (term, first, last) = (f[0], f[1], f[2]);
+            for index in first..=last {
+                assert_eq!(
+                    terms.get(&index),
+                    Some(&term),
+                    "member {i} acknowledged entry {index} in term {term}, but the ledger holds {:?} there",
+                    terms.get(&index)
+                );
+            }
+            *per_term.entry(term).or_insert(0) += (last - first + 1) as usize;
+        }
+    }
+    per_term
+}
