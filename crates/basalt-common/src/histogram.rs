@@ -25,6 +25,22 @@ pub struct HistogramSnapshot {
     pub sum: u64,
 }
 
+impl HistogramSnapshot {
+    /// Adds `other`'s counts into this one (two shards of one histogram).
+    /// Both must have the same bounds.
+    pub fn merge(&mut self, other: &HistogramSnapshot) {
+        assert_eq!(
+            self.bounds, other.bounds,
+            "merging histograms of other buckets"
+        );
+        for (a, b) in self.cumulative.iter_mut().zip(&other.cumulative) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+}
+
 impl AtomicHistogram {
     /// A histogram over `bounds` (strictly increasing; checked).
     pub fn new(bounds: &'static [u64]) -> AtomicHistogram {
@@ -87,5 +103,17 @@ mod tests {
         assert_eq!(s.cumulative, vec![2, 3, 6]);
         assert_eq!(s.count, 7);
         assert_eq!(s.sum, 1 + 2 + 30 + 11);
+    }
+
+    #[test]
+    fn merged_snapshots_add_up() {
+        let (a, b) = (AtomicHistogram::new(&[1, 5]), AtomicHistogram::new(&[1, 5]));
+        a.record(1);
+        b.record(4);
+        b.record(9);
+        let mut m = a.snapshot();
+        m.merge(&b.snapshot());
+        assert_eq!(m.cumulative, vec![1, 2]);
+        assert_eq!((m.count, m.sum), (3, 14));
     }
 }

@@ -48,6 +48,14 @@ impl Default for TopicIn {
     }
 }
 
+/// One topic's traffic in, added up over the table's shards.
+#[derive(Debug, Clone)]
+pub struct TopicInTotals {
+    pub messages: u64,
+    pub bytes: u64,
+    pub sizes: HistogramSnapshot,
+}
+
 /// The next offset a group's last pull of each queue of one topic asked
 /// from, by queue id.
 type QueuePulls = Mutex<HashMap<i32, i64>>;
@@ -55,7 +63,8 @@ type QueuePulls = Mutex<HashMap<i32, i64>>;
 /// The broker's metric registry. Invariant: when disabled (neither the
 /// Prometheus exporter nor the dashboard runs) recording does nothing but
 /// test one flag; when enabled a sent message costs a read lock and four
-/// relaxed adds, a request two clock reads, a read lock and two adds.
+/// relaxed adds, a request two clock reads, a read lock and two adds, all
+/// on the recording thread's own shard (see [`LabelTable::sharded`]).
 #[derive(Debug)]
 pub struct BrokerMetrics {
     enabled: bool,
@@ -75,8 +84,8 @@ impl BrokerMetrics {
     pub fn new(enabled: bool) -> Self {
         BrokerMetrics {
             enabled,
-            topics_in: LabelTable::new(MAX_TOPICS),
-            rpc: LabelTable::new(MAX_RPC_PAIRS),
+            topics_in: LabelTable::sharded(MAX_TOPICS),
+            rpc: LabelTable::sharded(MAX_RPC_PAIRS),
             pulls: LabelTable::new(MAX_PULL_GROUPS),
         }
     }
@@ -91,12 +100,11 @@ impl BrokerMetrics {
         if !self.enabled || count == 0 {
             return;
         }
-        let Some(t) = self.topics_in.entry(topic, TopicIn::default) else {
-            return;
-        };
-        t.messages.fetch_add(count, Ordering::Relaxed);
-        t.bytes.fetch_add(bytes, Ordering::Relaxed);
-        t.sizes.record_n(bytes / count, count);
+        self.topics_in.with(topic, TopicIn::default, |t| {
+            t.messages.fetch_add(count, Ordering::Relaxed);
+            t.bytes.fetch_add(bytes, Ordering::Relaxed);
+            t.sizes.record_n(bytes / count, count);
+        });
     }
 
     /// Times one request that answered `response_code`.
@@ -104,11 +112,11 @@ impl BrokerMetrics {
         if !self.enabled {
             return;
         }
-        if let Some(h) = self.rpc.entry(&(request_code, response_code), || {
-            AtomicHistogram::new(RPC_MICROS_BOUNDS)
-        }) {
-            h.record(took.as_micros() as u64);
-        }
+        self.rpc.with(
+            &(request_code, response_code),
+            || AtomicHistogram::new(RPC_MICROS_BOUNDS),
+            |h| h.record(took.as_micros() as u64),
+        );
     }
 
     /// Notes that `group`'s pull of `topic` queue `queue_id` now continues
@@ -137,19 +145,49 @@ impl BrokerMetrics {
             .unwrap_or_default()
     }
 
-    /// Traffic in by topic.
-    pub fn topics_in(&self) -> Vec<(String, std::sync::Arc<TopicIn>)> {
-        self.topics_in.entries()
+    /// Traffic in by topic, in no particular order.
+    pub fn topics_in(&self) -> Vec<(String, TopicInTotals)> {
+        let mut by_topic: HashMap<String, TopicInTotals> = HashMap::new();
+        for (topic, t) in self.topics_in.entries() {
+            let sizes = t.sizes.snapshot();
+            let (messages, bytes) = (
+                t.messages.load(Ordering::Relaxed),
+                t.bytes.load(Ordering::Relaxed),
+            );
+            match by_topic.get_mut(&topic) {
+                Some(sum) => {
+                    sum.messages += messages;
+                    sum.bytes += bytes;
+                    sum.sizes.merge(&sizes);
+                }
+                None => {
+                    by_topic.insert(
+                        topic,
+                        TopicInTotals {
+                            messages,
+                            bytes,
+                            sizes,
+                        },
+                    );
+                }
+            }
+        }
+        by_topic.into_iter().collect()
     }
 
     /// RPC latency histograms by (request code, response code), sorted.
     pub fn rpc_latency(&self) -> Vec<((i32, i32), HistogramSnapshot)> {
-        let mut v: Vec<_> = self
-            .rpc
-            .entries()
-            .into_iter()
-            .map(|(k, h)| (k, h.snapshot()))
-            .collect();
+        let mut by_code: HashMap<(i32, i32), HistogramSnapshot> = HashMap::new();
+        for (k, h) in self.rpc.entries() {
+            let snap = h.snapshot();
+            match by_code.get_mut(&k) {
+                Some(sum) => sum.merge(&snap),
+                None => {
+                    by_code.insert(k, snap);
+                }
+            }
+        }
+        let mut v: Vec<_> = by_code.into_iter().collect();
         v.sort_by_key(|(k, _)| *k);
         v
     }
@@ -181,9 +219,9 @@ mod tests {
         m.record_put("T", 1, 2_000);
         m.record_put("T", 4, 400);
         let (_, t) = m.topics_in().pop().unwrap();
-        assert_eq!(t.messages.load(Ordering::Relaxed), 5);
-        assert_eq!(t.bytes.load(Ordering::Relaxed), 2_400);
-        let s = t.sizes.snapshot();
+        assert_eq!(t.messages, 5);
+        assert_eq!(t.bytes, 2_400);
+        let s = t.sizes;
         assert_eq!(s.cumulative[0], 4); // four of 100 bytes <= 1 KiB
         assert_eq!(s.count, 5);
         m.record_pull("g", "T", 1, 7);

@@ -2,8 +2,6 @@
 //! built for its exporter work), then Basalt's own (`basalt_*`): fsync
 //! latency and group-commit size, disk use, replication, the poisoned flag.
 
-use std::sync::atomic::Ordering;
-
 use basalt_store::MessageStore;
 
 use super::registry::BrokerMetrics;
@@ -35,7 +33,7 @@ fn traffic(e: &mut Exposition, s: &BrokerSnapshot, m: &BrokerMetrics) {
         "Messages stored, by topic.",
     );
     for (t, c) in &ins {
-        let v = c.messages.load(Ordering::Relaxed);
+        let v = c.messages;
         e.sample("rocketmq_messages_in_total", &[("topic", t)], v as f64);
     }
     e.family(
@@ -44,7 +42,7 @@ fn traffic(e: &mut Exposition, s: &BrokerSnapshot, m: &BrokerMetrics) {
         "Bytes stored, by topic.",
     );
     for (t, c) in &ins {
-        let v = c.bytes.load(Ordering::Relaxed);
+        let v = c.bytes;
         e.sample("rocketmq_throughput_in_total", &[("topic", t)], v as f64);
     }
     e.family(
@@ -53,12 +51,7 @@ fn traffic(e: &mut Exposition, s: &BrokerSnapshot, m: &BrokerMetrics) {
         "Stored message sizes, bytes, by topic.",
     );
     for (t, c) in &ins {
-        e.histogram(
-            "rocketmq_message_size",
-            &[("topic", t)],
-            &c.sizes.snapshot(),
-            1.0,
-        );
+        e.histogram("rocketmq_message_size", &[("topic", t)], &c.sizes, 1.0);
     }
     e.family(
         "rocketmq_messages_out_total",

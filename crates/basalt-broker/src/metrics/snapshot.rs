@@ -203,12 +203,7 @@ fn topics(b: &Broker, outs: &[(String, String, u64, u64)]) -> Vec<TopicSnap> {
                 })
                 .collect();
             let stored = queues.iter().map(|q| q.max_offset - q.min_offset).sum();
-            let (messages_in, bytes_in) = ins.get(&name).map_or((0, 0), |c| {
-                (
-                    c.messages.load(Ordering::Relaxed),
-                    c.bytes.load(Ordering::Relaxed),
-                )
-            });
+            let (messages_in, bytes_in) = ins.get(&name).map_or((0, 0), |c| (c.messages, c.bytes));
             let (messages_out, bytes_out) =
                 out_by_topic.get(name.as_str()).copied().unwrap_or((0, 0));
             Some(TopicSnap {
