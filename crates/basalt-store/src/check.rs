@@ -13,6 +13,7 @@ use memmap2::Mmap;
 use crate::consume_queue::{CqUnit, UNIT_SIZE};
 use crate::error::{Result, StoreError};
 use crate::mapped_file::parse_file_name;
+use crate::record_check::RecordCheck;
 use crate::recovery::{ScanStop, find_valid_record_in, scan_file, valid_record_at};
 
 /// One CommitLog file mapped read-only.
@@ -242,7 +243,7 @@ pub fn check_store_over(
         ..Default::default()
     };
     r.layout_errors = layout_errors(&log);
-    scan_records(&log, &mut r)?;
+    scan_records(&log, &record_check_of(root), &mut r)?;
     let own = CheckedLog {
         log: &log,
         min_offset: r.min_offset,
@@ -282,12 +283,22 @@ fn layout_errors(log: &ReadOnlyLog) -> Vec<String> {
     errors
 }
 
+/// The checks recovery would apply to the store at `root`: CRCs, and the
+/// CRC-trailer rule of its checkpoint (none if the checkpoint is unreadable:
+/// the check reports that separately through recovery).
+pub(crate) fn record_check_of(root: &Path) -> RecordCheck {
+    let trailer = crate::checkpoint::Checkpoint::load(&root.join("checkpoint"))
+        .ok()
+        .and_then(|c| c.crc_trailer());
+    RecordCheck { crc: true, trailer }
+}
+
 /// Validates every record of the log, in order, up to the first place it
 /// stops being valid, and records what it found in `r`.
-fn scan_records(log: &ReadOnlyLog, r: &mut CheckReport) -> Result<()> {
+fn scan_records(log: &ReadOnlyLog, check: &RecordCheck, r: &mut CheckReport) -> Result<()> {
     r.end_offset = r.min_offset;
     'files: for (i, f) in log.files.iter().enumerate() {
-        let stop = scan_file(&f.map, f.start, 0, true, |v| {
+        let stop = scan_file(&f.map, f.start, 0, check, |v| {
             r.records += 1;
             r.bytes += v.total_size() as u64;
             let t = r.topics.entry(v.topic_str().into_owned()).or_default();

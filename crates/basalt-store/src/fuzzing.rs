@@ -19,7 +19,7 @@ pub fn record_parse(data: &[u8]) {
 /// the search for valid records after damage.
 pub fn scan_file(data: &[u8]) {
     let mut seen = 0usize;
-    let stop = crate::recovery::scan_file(data, 0, 0, true, |v| {
+    let stop = crate::recovery::scan_file(data, 0, 0, &crate::record_check::RecordCheck::crc_only(true), |v| {
         seen += v.total_size();
         Ok(())
     });

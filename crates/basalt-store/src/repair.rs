@@ -353,10 +353,11 @@ fn check_prefix(
         ));
     }
     let mut records = 0u64;
+    let check = &crate::check::record_check_of(root);
     for (start, path, len) in files.iter().filter(|f| f.0 < truncate_at) {
         let map = map_read_only(path)?;
         let upto = ((truncate_at - start) as usize).min(*len);
-        let stop = scan_file(&map[..upto], *start, 0, true, |_| {
+        let stop = scan_file(&map[..upto], *start, 0, check, |_| {
             records += 1;
             Ok(())
         })?;

@@ -47,12 +47,7 @@ impl World {
             }
         }
         check_queues(&store, &found)?;
-        // The index check is off in the suite: seed 9 still finds a lookup
-        // miss after abnormal recovery that is not fixed yet (see
-        // docs/fault-model.md, "Open findings").
-        if std::env::var("BASALT_SIM_CHECK_INDEX").is_ok() {
-            check_index(&store, &found)?;
-        }
+        check_index(&store, &found)?;
         // What survived is the new truth; recovery made it durable.
         self.log = found.into_iter().map(|f| (f.phys, f.rec)).collect();
         self.required_end = log_end;
