@@ -101,7 +101,7 @@ fn soak() {
 #[test]
 fn regression_seeds_of_fixed_bugs() {
     run_seeds(
-        [0, 1, 5, 60, 64, 910, 976].into_iter(),
+        [0, 1, 5, 60, 63, 64, 312, 910, 976].into_iter(),
         RunOptions::default(),
     );
 }
