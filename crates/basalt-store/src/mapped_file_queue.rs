@@ -444,11 +444,13 @@ impl MappedFileQueue {
             self.files
                 .write()
                 .retain(|f| !remove.iter().any(|r| Arc::ptr_eq(r, f)));
-            for f in &remove {
+            // Newest first, each deletion made durable before the next: a
+            // crash in between leaves a shorter log, never a gap in it.
+            for f in remove.iter().rev() {
                 tracing::warn!(file = %f.path().display(), "deleting file past the end of the log");
                 f.destroy()?;
+                self.disk.sync_dir(&self.dir).map_err(StoreError::from)?;
             }
-            self.disk.sync_dir(&self.dir).map_err(StoreError::from)?;
         }
         if self.flushed_where() > offset {
             self.flushed_where.store(offset, Ordering::Release);
@@ -557,15 +559,20 @@ impl MappedFileQueue {
                 assert!(Arc::ptr_eq(a, b), "only the head of a log may be deleted");
             }
         }
+        // Oldest first, each deletion made durable before the next: names
+        // removed together persist in any order at a power loss, and a
+        // lost removal between two kept ones left a gap in the log that
+        // recovery refuses (the power-loss simulator's soak found this).
         for (i, f) in victims.iter().enumerate() {
             self.files.write().retain(|x| !Arc::ptr_eq(x, f));
             tracing::info!(file = %f.path().display(), "deleting expired file");
             f.destroy()?;
+            self.disk.sync_dir(&self.dir).map_err(StoreError::from)?;
             if i + 1 < victims.len() && !interval.is_zero() {
                 std::thread::sleep(interval);
             }
         }
-        self.disk.sync_dir(&self.dir).map_err(StoreError::from)
+        Ok(())
     }
 
     /// Removes every file (topic deletion).
