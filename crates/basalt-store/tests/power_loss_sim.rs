@@ -9,6 +9,8 @@
 //!   power_loss_sim -- --ignored soak` runs a long soak.
 
 mod common;
+#[path = "power_loss/timer.rs"]
+mod timer;
 #[path = "power_loss/world.rs"]
 mod world;
 
@@ -80,6 +82,35 @@ fn a_missing_commit_log_fsync_is_caught() {
         violation.contains("is missing") || violation.contains("refused"),
         "seed {seed} failed for another reason: {violation}"
     );
+}
+
+/// The TimerLog and its checkpoint on the simulated disk: every entry
+/// below the checkpoint survives a power loss, the torn tail is cut.
+#[test]
+fn timer_log_keeps_checkpointed_entries() {
+    let seeds: Vec<u64> = match env_u64("BASALT_SIM_SEED") {
+        Some(seed) => vec![seed],
+        None => (0..SUITE_SEEDS).collect(),
+    };
+    let failed = seeds
+        .iter()
+        .find_map(|&s| timer::run_timer(s, false).err().map(|v| (s, v)));
+    if let Some((seed, v)) = failed {
+        panic!(
+            "timer seed {seed} failed: {v}\nreplay: BASALT_SIM_SEED={seed} cargo test -p basalt-store --test power_loss_sim timer"
+        );
+    }
+}
+
+/// With the TimerLog's syncs switched off, the timer simulation must fail.
+#[test]
+fn a_missing_timer_log_fsync_is_caught() {
+    let caught = (0..SUITE_SEEDS).find_map(|s| timer::run_timer(s, true).err().map(|v| (s, v)));
+    let Some((seed, v)) = caught else {
+        panic!("no seed noticed that TimerLog fsyncs make nothing durable");
+    };
+    eprintln!("timer seed {seed} caught the missing fsync: {v}");
+    assert!(v.contains("missing or damaged") || v.contains("below its checkpoint"), "{v}");
 }
 
 #[test]
