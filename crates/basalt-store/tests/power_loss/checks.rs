@@ -124,10 +124,16 @@ fn check_queues(store: &MessageStore, found: &[Found]) -> Result<(), Violation> 
             .collect();
         let got: Vec<(i64, &[u8])> = pulled.iter().map(|(o, b)| (*o, b.as_slice())).collect();
         if want != got {
+            let first = want.iter().zip(&got).position(|(w, g)| w != g);
+            let at = first.unwrap_or(want.len().min(got.len()));
+            let phys = recs[from.unwrap_or(recs.len())..].get(at).map(|f| f.phys);
             return Err(format!(
-                "ConsumeQueue {topic}/{qid} disagrees with the CommitLog: {} units pulled, {} records",
+                "ConsumeQueue {topic}/{qid} disagrees with the CommitLog: {} units pulled, {} records; \
+                 first difference at entry {at} (record at {phys:?}, queue offsets {:?} / {:?})",
                 got.len(),
-                want.len()
+                want.len(),
+                want.get(at).map(|w| w.0),
+                got.get(at).map(|g| g.0),
             ));
         }
         for w in want.windows(2) {
