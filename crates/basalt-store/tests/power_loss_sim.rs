@@ -137,6 +137,22 @@ fn regression_seeds_of_fixed_bugs() {
     );
 }
 
+/// The soak seeds (200 steps) that found the bugs fixed after the index
+/// check was turned on: a deletion undone by a power loss (12509), a cut
+/// record brought back (8197, 9854), a gap left by head deletions (2332),
+/// a torn ConsumeQueue unit kept (2267), a gap among unsynced ConsumeQueue
+/// names (1842). See docs/fault-model.md.
+#[test]
+fn soak_regression_seeds() {
+    run_seeds(
+        [1842, 2267, 2332, 8197, 9854, 12509].into_iter(),
+        RunOptions {
+            steps: 200,
+            ..RunOptions::default()
+        },
+    );
+}
+
 /// Regression (seed 60): a fresh store's durable point reached the disk
 /// only at the first ConsumeQueue flush round; a power loss before it left
 /// a torn unsynced tail that recovery refused as middle corruption.
