@@ -164,7 +164,8 @@ fn encode_trailer_rule(raw: &mut [u8], rule: &TrailerRule) {
         IpAddr::V6(v6) => v6,
     };
     raw[TRAILER_HOST_AT..TRAILER_HOST_AT + 16].copy_from_slice(&ip.octets());
-    raw[TRAILER_PORT_AT..TRAILER_PORT_AT + 2].copy_from_slice(&rule.store_host.port().to_be_bytes());
+    raw[TRAILER_PORT_AT..TRAILER_PORT_AT + 2]
+        .copy_from_slice(&rule.store_host.port().to_be_bytes());
     let crc = crc32fast::hash(&raw[..TRAILER_CRC_AT]);
     raw[TRAILER_CRC_AT..TRAILER_CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
 }
@@ -293,7 +294,10 @@ impl Checkpoint {
     /// Replaces the CRC-trailer rule. The store sets it at open, before its
     /// first append, and writes the checkpoint before appending.
     pub fn set_crc_trailer(&self, rule: Option<TrailerRule>) {
-        assert!(rule.is_none_or(|r| r.from >= 0), "negative trailer offset {rule:?}");
+        assert!(
+            rule.is_none_or(|r| r.from >= 0),
+            "negative trailer offset {rule:?}"
+        );
         *self.crc_trailer.lock() = rule;
     }
 

@@ -184,8 +184,9 @@ impl MappedFileQueue {
                     // or loses each name on its own. What follows a gap was
                     // never covered by a flush: recovery dispatches it again
                     // from the CommitLog (the soak found this, seed 1842).
-                    let stale: Vec<PathBuf> =
-                        std::iter::once(path).chain(found.by_ref().map(|(_, p)| p)).collect();
+                    let stale: Vec<PathBuf> = std::iter::once(path)
+                        .chain(found.by_ref().map(|(_, p)| p))
+                        .collect();
                     for p in stale.iter().rev() {
                         tracing::warn!(file = %p.display(), prev_end,
                             "file after a gap in a queue whose names were not yet synced: deleting it");

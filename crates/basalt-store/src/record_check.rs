@@ -52,9 +52,12 @@ impl RecordCheck {
         if !self.requires_trailer(view) {
             return None;
         }
-        record::require_crc_trailer(view.bytes)
-            .err()
-            .map(|e| format!("{e} (this store writes it on every record from offset {})", self.trailer.map_or(0, |r| r.from)))
+        record::require_crc_trailer(view.bytes).err().map(|e| {
+            format!(
+                "{e} (this store writes it on every record from offset {})",
+                self.trailer.map_or(0, |r| r.from)
+            )
+        })
     }
 
     /// Whether the bytes at `at` hold a record that passes every check.
@@ -141,7 +144,10 @@ mod tests {
         // not covered.
         assert_eq!(judge(&record(me, 99, false)), None);
         assert_eq!(judge(&record(master, 200, false)), None);
-        let off = RecordCheck { crc: false, ..check };
+        let off = RecordCheck {
+            crc: false,
+            ..check
+        };
         assert_eq!(off.damage(&RecordView::parse(&own, false).unwrap()), None);
         assert!(!check.passes(&own, 0));
         assert!(check.passes(&record(me, 100, true), 0));

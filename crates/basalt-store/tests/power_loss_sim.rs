@@ -110,7 +110,10 @@ fn a_missing_timer_log_fsync_is_caught() {
         panic!("no seed noticed that TimerLog fsyncs make nothing durable");
     };
     eprintln!("timer seed {seed} caught the missing fsync: {v}");
-    assert!(v.contains("missing or damaged") || v.contains("below its checkpoint"), "{v}");
+    assert!(
+        v.contains("missing or damaged") || v.contains("below its checkpoint"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -187,7 +190,13 @@ fn check_and_repair_work_on_the_simulated_disk() {
     let mut offsets = Vec::new();
     for i in 0..20 {
         let m = common::Msg::new("SimA", 0, common::body(i, 300));
-        offsets.push(store.put_message(&m.draft(host)).append.unwrap().wrote_offset);
+        offsets.push(
+            store
+                .put_message(&m.draft(host))
+                .append
+                .unwrap()
+                .wrote_offset,
+        );
     }
     store.flush_commit_log().unwrap();
     store.flush_queues_and_checkpoint().unwrap();

@@ -128,10 +128,21 @@ fn check_queues(store: &MessageStore, found: &[Found]) -> Result<(), Violation> 
             let at = first.unwrap_or(want.len().min(got.len()));
             let phys = recs[from.unwrap_or(recs.len())..].get(at).map(|f| f.phys);
             if std::env::var("BASALT_SIM_DEBUG").is_ok()
-                && let Some(cq) = store.consume_queues().all().into_iter().find(|q| q.topic() == topic && q.queue_id() == *qid)
+                && let Some(cq) = store
+                    .consume_queues()
+                    .all()
+                    .into_iter()
+                    .find(|q| q.topic() == topic && q.queue_id() == *qid)
             {
-                let units: Vec<_> = (cq.min_offset()..cq.max_offset()).map(|o| (o, cq.unit_at(o))).collect();
-                eprintln!("queue units {units:?}\nrecords {:?}", recs.iter().map(|f| (f.queue_offset, f.phys)).collect::<Vec<_>>());
+                let units: Vec<_> = (cq.min_offset()..cq.max_offset())
+                    .map(|o| (o, cq.unit_at(o)))
+                    .collect();
+                eprintln!(
+                    "queue units {units:?}\nrecords {:?}",
+                    recs.iter()
+                        .map(|f| (f.queue_offset, f.phys))
+                        .collect::<Vec<_>>()
+                );
             }
             return Err(format!(
                 "ConsumeQueue {topic}/{qid} disagrees with the CommitLog: {} units pulled, {} records; \

@@ -32,7 +32,8 @@ fn entry(q: i64) -> TimerEntry {
 
 fn open(disk: &std::sync::Arc<SimDisk>) -> Result<TimerLog, Violation> {
     let log = TimerLog::new(DIR.into(), SEGMENT).with_disk(Disk::Sim(disk.handle()));
-    log.load().map_err(|e| format!("TimerLog refused after a power loss: {e}"))?;
+    log.load()
+        .map_err(|e| format!("TimerLog refused after a power loss: {e}"))?;
     Ok(log)
 }
 
@@ -78,7 +79,9 @@ fn check_prefix(log: &TimerLog, durable: i64) -> Result<(), Violation> {
     let mut bad = None;
     let stop = log.scan(0, durable, |pos, e| {
         if bad.is_none() && *e != entry(pos / ENTRY_SIZE as i64) {
-            bad = Some(format!("entry at {pos} differs from what was written: {e:?}"));
+            bad = Some(format!(
+                "entry at {pos} differs from what was written: {e:?}"
+            ));
         }
     });
     if let Some(b) = bad {
