@@ -156,7 +156,12 @@ fn flush_commit_log(commit_log: &CommitLog, checkpoint: &Checkpoint, least_pages
         if let Some(ts) = ts {
             checkpoint.set_physic_msg_timestamp(ts);
         }
-        checkpoint.advance_commit_log_durable_offset(commit_log.flushed_offset());
+        // A poisoned store claims nothing new: its files may not be what
+        // a flush covered (a CommitLog deletion whose fsync failed can come
+        // back at a power loss with a tail no flush reached; soak seed 17218).
+        if !commit_log.health().is_poisoned() {
+            checkpoint.advance_commit_log_durable_offset(commit_log.flushed_offset());
+        }
     }
 }
 
