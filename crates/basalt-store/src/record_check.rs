@@ -39,11 +39,16 @@ impl RecordCheck {
 
     /// Whether the rule requires `view` (a record that parsed) to carry the
     /// trailer.
+    /// A STOREHOST with port 0 counts as this store's: no broker listens
+    /// on port 0, and a torn header sector reads as zeros there (the soak
+    /// found a record with its STOREHOST and its trailer both zeroed, seed
+    /// 10635), which must not exempt the record.
     pub fn requires_trailer(&self, view: &RecordView<'_>) -> bool {
         self.crc
-            && self
-                .trailer
-                .is_some_and(|r| view.physical_offset >= r.from && view.store_host == r.store_host)
+            && self.trailer.is_some_and(|r| {
+                view.physical_offset >= r.from
+                    && (view.store_host == r.store_host || view.store_host.port() == 0)
+            })
     }
 
     /// Why `view` (a record that parsed with `self.crc`) is damaged after
@@ -144,6 +149,9 @@ mod tests {
         // not covered.
         assert_eq!(judge(&record(me, 99, false)), None);
         assert_eq!(judge(&record(master, 200, false)), None);
+        // A zeroed STOREHOST (a torn header sector) is not a master's.
+        let zeroed: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
+        assert!(judge(&record(zeroed, 200, false)).is_some());
         let off = RecordCheck {
             crc: false,
             ..check

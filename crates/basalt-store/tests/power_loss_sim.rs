@@ -144,12 +144,13 @@ fn regression_seeds_of_fixed_bugs() {
 /// check was turned on: a deletion undone by a power loss (12509), a cut
 /// record brought back (8197, 9854), a gap left by head deletions (2332),
 /// a torn ConsumeQueue unit kept (2267), a gap among unsynced ConsumeQueue
-/// names (1842), a poisoned store raising its durable offset (17218).
+/// names (1842), a poisoned store raising its durable offset (17218), a
+/// zeroed STOREHOST exempting a record from the trailer rule (10635, 13583).
 /// See docs/fault-model.md.
 #[test]
 fn soak_regression_seeds() {
     run_seeds(
-        [1842, 2267, 2332, 8197, 9854, 12509, 17218].into_iter(),
+        [1842, 2267, 2332, 8197, 9854, 10635, 12509, 13583, 17218].into_iter(),
         RunOptions {
             steps: 200,
             ..RunOptions::default()
