@@ -41,7 +41,7 @@ const TRAILER_CRC_AT: usize = 116;
 
 /// What the checkpoint knows of the records the store wrote with the
 /// whole-record CRC trailer: every record at or past `from` whose
-/// STOREHOST is `store_host` was appended by this store with
+/// STOREHOST has the IP of `store_host` was appended by this store with
 /// `enabledAppendPropCRC` on, so it must end with a trailer. Records a
 /// slave copied from its master carry the master's host and are not
 /// covered. The record format has no flag for "written with a trailer";

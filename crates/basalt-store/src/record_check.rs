@@ -39,15 +39,18 @@ impl RecordCheck {
 
     /// Whether the rule requires `view` (a record that parsed) to carry the
     /// trailer.
-    /// A STOREHOST with port 0 counts as this store's: no broker listens
-    /// on port 0, and a torn header sector reads as zeros there (the soak
-    /// found a record with its STOREHOST and its trailer both zeroed, seed
-    /// 10635), which must not exempt the record.
+    /// Records are told apart by the IP of their STOREHOST: a slave's
+    /// copies carry its master's. The port is not compared, and a STOREHOST
+    /// that looks torn (port 0, or an address starting with a zero byte:
+    /// 0.0.0.0/8, or an IPv6 address whose first group is 0) counts as this
+    /// store's: a torn header sector reads as zeros (the soak found records
+    /// whose STOREHOST and trailer were both zeroed, partly or wholly, seeds
+    /// 10635 and 13583), and that must not exempt the record.
     pub fn requires_trailer(&self, view: &RecordView<'_>) -> bool {
         self.crc
             && self.trailer.is_some_and(|r| {
                 view.physical_offset >= r.from
-                    && (view.store_host == r.store_host || view.store_host.port() == 0)
+                    && (view.store_host.ip() == r.store_host.ip() || looks_torn(view.store_host))
             })
     }
 
@@ -72,6 +75,16 @@ impl RecordCheck {
             Err(_) => false,
         }
     }
+}
+
+/// Whether a STOREHOST could be a torn one (see
+/// [`RecordCheck::requires_trailer`]).
+fn looks_torn(host: std::net::SocketAddr) -> bool {
+    host.port() == 0
+        || match host.ip() {
+            std::net::IpAddr::V4(v4) => v4.octets()[0] == 0,
+            std::net::IpAddr::V6(v6) => v6.segments()[0] == 0,
+        }
 }
 
 /// The rule a store opening with `config` after recovering its log to
@@ -149,9 +162,18 @@ mod tests {
         // not covered.
         assert_eq!(judge(&record(me, 99, false)), None);
         assert_eq!(judge(&record(master, 200, false)), None);
-        // A zeroed STOREHOST (a torn header sector) is not a master's.
-        let zeroed: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
-        assert!(judge(&record(zeroed, 200, false)).is_some());
+        // A torn STOREHOST (zeros over part of it) is not a master's; the
+        // port alone does not tell records apart.
+        for torn in [
+            "0.0.0.0:0",
+            "0.0.0.0:159",
+            "10.0.0.1:0",
+            "0.0.0.1:10911",
+            "10.0.0.1:10752",
+        ] {
+            let torn: std::net::SocketAddr = torn.parse().unwrap();
+            assert!(judge(&record(torn, 200, false)).is_some(), "{torn}");
+        }
         let off = RecordCheck {
             crc: false,
             ..check

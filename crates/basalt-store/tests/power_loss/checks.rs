@@ -223,9 +223,11 @@ fn check_index(store: &MessageStore, found: &[Found]) -> Result<(), Violation> {
                 .unwrap_or(false)
         });
         if !hit {
-            let props = store
-                .look_message_by_offset(f.phys)
-                .and_then(|r| RecordView::parse(&r, true).ok().map(|v| String::from_utf8_lossy(v.properties).into_owned()));
+            let props = store.look_message_by_offset(f.phys).and_then(|r| {
+                RecordView::parse(&r, true)
+                    .ok()
+                    .map(|v| String::from_utf8_lossy(v.properties).into_owned())
+            });
             return Err(format!(
                 "the index does not find record {} by key {key} (its properties now: {props:?})",
                 f.phys
