@@ -623,6 +623,8 @@ impl BrokerConfig {
             precision_ms: self.timer_precision_ms,
             max_delay_ms: self.timer_max_delay_sec.saturating_mul(1000),
             segment_size: self.mapped_file_size_timer_log / entry * entry,
+            // The real disk (the default), as for the store.
+            disk: Default::default(),
         }
     }
 

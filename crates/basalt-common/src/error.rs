@@ -33,6 +33,11 @@ pub enum CodecError {
         stored: u32,
         computed: u32,
     },
+    /// A record that must end with the whole-record CRC trailer has none:
+    /// the trailer (or the properties before it) is damaged, so nothing but
+    /// the body would be checked.
+    #[error("CRC trailer missing at offset {at}: the record was written with one")]
+    MissingCrcTrailer { at: usize },
     /// A value does not fit the field that must hold it.
     #[error("{what} too large: {len} bytes (max {max})")]
     TooLarge {

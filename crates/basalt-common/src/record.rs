@@ -255,6 +255,23 @@ pub fn seal_crc(record: &mut [u8]) {
     }
 }
 
+/// Checks that a record known to have been written with the CRC trailer
+/// still has one. A record whose trailer was torn away or whose trailer key
+/// took a flipped bit otherwise looks like one written without a trailer,
+/// and only its body CRC would be checked: damage to its header fields,
+/// topic or properties would pass. The record format has no flag saying a
+/// trailer was written, so the caller decides from what it knows of the
+/// writer (see the store's `RecordCheck`). The trailer's CRC itself is
+/// checked by [`RecordView::parse`].
+pub fn require_crc_trailer(record: &[u8]) -> Result<(), CodecError> {
+    if has_crc_trailer(record) {
+        return Ok(());
+    }
+    Err(CodecError::MissingCrcTrailer {
+        at: record.len().saturating_sub(CRC_TRAILER_LEN),
+    })
+}
+
 /// The CRC stored in a record's trailer, if it has one with ten digits.
 pub fn trailer_crc(record: &[u8]) -> Option<u32> {
     if !has_crc_trailer(record) {
@@ -573,6 +590,7 @@ pub fn shift(e: CodecError, base: usize) -> CodecError {
             stored,
             computed,
         },
+        CodecError::MissingCrcTrailer { at } => CodecError::MissingCrcTrailer { at: at + base },
         other => other,
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod error;
 pub mod faults;
+pub mod read_only;
 mod real;
 pub mod segment;
 pub mod sim;
@@ -24,6 +25,7 @@ pub mod sim;
 use std::path::{Path, PathBuf};
 
 pub use error::{DiskError, DiskResult, is_no_space};
+pub use read_only::ReadOnlyMap;
 pub use real::temp_path;
 pub use segment::{PAGE_SIZE, Segment, SegmentOptions};
 pub use sim::{SimDisk, SimFaults, SimHandle, SimStats};
@@ -172,6 +174,17 @@ impl Disk {
         match self {
             Disk::Real => std::fs::create_dir_all(dir).map_err(|e| DiskError::io(dir, e)),
             Disk::Sim(h) => h.create_dir_all(dir, false),
+        }
+    }
+
+    /// A read-only view of the whole file `path` (offline tools).
+    pub fn map_read_only(&self, path: &Path) -> DiskResult<ReadOnlyMap> {
+        match self {
+            Disk::Real => read_only::map_real(path),
+            Disk::Sim(h) => match h.read_file(path)? {
+                Some(bytes) => Ok(ReadOnlyMap::Copied(bytes)),
+                None => Err(DiskError::not_found(path)),
+            },
         }
     }
 

@@ -1,25 +1,28 @@
 //! Offline tools for operators: `basalt store check` validates every record
 //! and ConsumeQueue unit of a store directory; `basalt store dump` lists
-//! records. Both map files read-only and take no lock, so they can look at a
-//! store a broker is using (its newest bytes may then be in flux).
+//! records. Both map files read-only ([`Disk::map_read_only`]) and take no
+//! lock, so they can look at a store a broker is using (its newest bytes may
+//! then be in flux). They read through [`Disk`], so they run on the
+//! simulated disk of the power-loss tests as well.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use basalt_common::record::{RecordHead, RecordView};
-use memmap2::Mmap;
+use basalt_disk::{Disk, ReadOnlyMap};
 
 use crate::consume_queue::{CqUnit, UNIT_SIZE};
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 use crate::mapped_file::parse_file_name;
+use crate::record_check::RecordCheck;
 use crate::recovery::{ScanStop, find_valid_record_in, scan_file, valid_record_at};
 
 /// One CommitLog file mapped read-only.
 struct LogFile {
     path: PathBuf,
     start: i64,
-    map: Mmap,
+    map: ReadOnlyMap,
 }
 
 /// The CommitLog files of a store, read-only.
@@ -29,21 +32,16 @@ struct ReadOnlyLog {
 }
 
 impl ReadOnlyLog {
-    fn open(dir: &Path, file_size: Option<usize>) -> Result<ReadOnlyLog> {
+    fn open(disk: &Disk, dir: &Path, file_size: Option<usize>) -> Result<ReadOnlyLog> {
         let mut files = Vec::new();
-        if dir.is_dir() {
-            for e in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
-                let e = e.map_err(|e| StoreError::io(dir, e))?;
-                let Some(start) = e.file_name().to_str().and_then(parse_file_name) else {
+        if disk.exists(dir) {
+            for e in disk.list_dir(dir)? {
+                let Some(start) = parse_file_name(&e.name) else {
                     continue;
                 };
-                let f =
-                    std::fs::File::open(e.path()).map_err(|err| StoreError::io(e.path(), err))?;
-                // SAFETY: read-only mapping; a concurrent writer only appends
-                // past what we read or writes bytes we re-validate.
-                let map = unsafe { Mmap::map(&f) }.map_err(|err| StoreError::io(e.path(), err))?;
+                let map = disk.map_read_only(&e.path)?;
                 files.push(LogFile {
-                    path: e.path(),
+                    path: e.path,
                     start,
                     map,
                 });
@@ -225,6 +223,11 @@ pub fn check_store(root: &Path, file_size: Option<usize>) -> Result<CheckReport>
     check_store_over(root, file_size, None)
 }
 
+/// [`check_store`] of a store on `disk`.
+pub fn check_store_on(disk: &Disk, root: &Path, file_size: Option<usize>) -> Result<CheckReport> {
+    check_store_over_on(disk, root, file_size, None)
+}
+
 /// As [`check_store`], but the ConsumeQueue units are checked against
 /// `records` (named `what`) when given: a ledger-mode store keeps its
 /// records in the ledger, and its CommitLog stays empty.
@@ -233,7 +236,16 @@ pub fn check_store_over(
     file_size: Option<usize>,
     records: Option<(&dyn RecordLookup, &str)>,
 ) -> Result<CheckReport> {
-    let log = ReadOnlyLog::open(&root.join("commitlog"), file_size)?;
+    check_store_over_on(&Disk::Real, root, file_size, records)
+}
+
+fn check_store_over_on(
+    disk: &Disk,
+    root: &Path,
+    file_size: Option<usize>,
+    records: Option<(&dyn RecordLookup, &str)>,
+) -> Result<CheckReport> {
+    let log = ReadOnlyLog::open(disk, &root.join("commitlog"), file_size)?;
     let mut r = CheckReport {
         root: root.to_path_buf(),
         commit_log_files: log.files.len(),
@@ -242,7 +254,7 @@ pub fn check_store_over(
         ..Default::default()
     };
     r.layout_errors = layout_errors(&log);
-    scan_records(&log, &mut r)?;
+    scan_records(&log, &record_check_of(disk, root), &mut r)?;
     let own = CheckedLog {
         log: &log,
         min_offset: r.min_offset,
@@ -250,7 +262,7 @@ pub fn check_store_over(
     };
     let (records, what) = records.unwrap_or((&own, "the commitlog"));
     r.queues_checked_against = what.to_string();
-    check_consume_queues(&root.join("consumequeue"), records, &mut r)?;
+    check_consume_queues(disk, &root.join("consumequeue"), records, &mut r)?;
     Ok(r)
 }
 
@@ -282,12 +294,22 @@ fn layout_errors(log: &ReadOnlyLog) -> Vec<String> {
     errors
 }
 
+/// The checks recovery would apply to the store at `root`: CRCs, and the
+/// CRC-trailer rule of its checkpoint (none if the checkpoint is unreadable:
+/// the check reports that separately through recovery).
+pub(crate) fn record_check_of(disk: &Disk, root: &Path) -> RecordCheck {
+    let trailer = crate::checkpoint::Checkpoint::load_on(disk, &root.join("checkpoint"))
+        .ok()
+        .and_then(|c| c.crc_trailer());
+    RecordCheck { crc: true, trailer }
+}
+
 /// Validates every record of the log, in order, up to the first place it
 /// stops being valid, and records what it found in `r`.
-fn scan_records(log: &ReadOnlyLog, r: &mut CheckReport) -> Result<()> {
+fn scan_records(log: &ReadOnlyLog, check: &RecordCheck, r: &mut CheckReport) -> Result<()> {
     r.end_offset = r.min_offset;
     'files: for (i, f) in log.files.iter().enumerate() {
-        let stop = scan_file(&f.map, f.start, 0, true, |v| {
+        let stop = scan_file(&f.map, f.start, 0, check, |v| {
             r.records += 1;
             r.bytes += v.total_size() as u64;
             let t = r.topics.entry(v.topic_str().into_owned()).or_default();
@@ -332,23 +354,22 @@ fn scan_records(log: &ReadOnlyLog, r: &mut CheckReport) -> Result<()> {
     Ok(())
 }
 
-fn check_consume_queues(dir: &Path, records: &dyn RecordLookup, r: &mut CheckReport) -> Result<()> {
-    if !dir.is_dir() {
+fn check_consume_queues(
+    disk: &Disk,
+    dir: &Path,
+    records: &dyn RecordLookup,
+    r: &mut CheckReport,
+) -> Result<()> {
+    if !disk.exists(dir) {
         return Ok(());
     }
-    for t in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
-        let t = t.map_err(|e| StoreError::io(dir, e))?;
-        let topic = t.file_name().to_string_lossy().into_owned();
-        if !t.path().is_dir() {
-            continue;
-        }
-        for q in std::fs::read_dir(t.path()).map_err(|e| StoreError::io(t.path(), e))? {
-            let q = q.map_err(|e| StoreError::io(t.path(), e))?;
-            let Some(qid) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+    for t in disk.list_dir(dir)?.into_iter().filter(|t| t.is_dir) {
+        for q in disk.list_dir(&t.path)? {
+            let Some(qid) = q.name.parse::<i32>().ok().filter(|_| q.is_dir) else {
                 continue;
             };
             r.consume_queues += 1;
-            check_queue(&q.path(), &topic, qid, records, r)?;
+            check_queue(disk, &q.path, &t.name, qid, records, r)?;
         }
     }
     Ok(())
@@ -357,25 +378,21 @@ fn check_consume_queues(dir: &Path, records: &dyn RecordLookup, r: &mut CheckRep
 /// Checks the units of one queue directory, file by file, up to the first
 /// unused unit.
 fn check_queue(
+    disk: &Disk,
     dir: &Path,
     topic: &str,
     qid: i32,
     records: &dyn RecordLookup,
     r: &mut CheckReport,
 ) -> Result<()> {
-    let mut files: Vec<(i64, PathBuf)> = std::fs::read_dir(dir)
-        .map_err(|e| StoreError::io(dir, e))?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(parse_file_name)
-                .map(|s| (s, e.path()))
-        })
+    let mut files: Vec<(i64, PathBuf)> = disk
+        .list_dir(dir)?
+        .into_iter()
+        .filter_map(|e| parse_file_name(&e.name).map(|s| (s, e.path)))
         .collect();
     files.sort();
     for (start, path) in files {
-        let bytes = std::fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
+        let bytes = disk.map_read_only(&path)?;
         for (k, c) in bytes.chunks_exact(UNIT_SIZE).enumerate() {
             let u = CqUnit::decode(c);
             if !u.is_valid() {
@@ -500,7 +517,7 @@ pub fn dump_store(
     limit: usize,
     mut emit: impl FnMut(&DumpLine),
 ) -> Result<usize> {
-    let log = ReadOnlyLog::open(&root.join("commitlog"), file_size)?;
+    let log = ReadOnlyLog::open(&Disk::Real, &root.join("commitlog"), file_size)?;
     let mut n = 0usize;
     for f in &log.files {
         let end = f.start + f.map.len() as i64;

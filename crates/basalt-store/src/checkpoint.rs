@@ -7,13 +7,17 @@
 //! 0..40 at 48, so a damaged checkpoint is detected; and an extension: a second
 //! magic at 56, the CommitLog durable offset at 64 and a CRC32 of bytes 0..72
 //! at 72. RocketMQ ignores everything past 40, older Basalt everything past
-//! 52; a checkpoint without the extension has an unknown durable point. The
-//! file is always replaced atomically.
+//! 52; a checkpoint without the extension has an unknown durable point. A
+//! third extension, the CRC-trailer rule ([`TrailerRule`]), sits at 80..120
+//! under its own magic and a CRC32 of bytes 0..116. The file is always
+//! replaced atomically.
 
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use basalt_disk::Disk;
+use parking_lot::Mutex;
 
 use crate::error::{Result, StoreError};
 
@@ -26,6 +30,29 @@ const DURABLE_AT: usize = 64;
 const DURABLE_CRC_AT: usize = 72;
 /// In memory: the durable point is not known.
 const UNKNOWN: i64 = -1;
+/// Magic of the CRC-trailer extension (bytes 80..88), then the offset (88),
+/// the store host as 16 IPv6 bytes (96, IPv4 mapped) and port (112, u16),
+/// and a CRC32 over 0..116 at 116.
+const TRAILER_MAGIC: &[u8; 8] = b"BSLTTRLR";
+const TRAILER_FROM_AT: usize = 88;
+const TRAILER_HOST_AT: usize = 96;
+const TRAILER_PORT_AT: usize = 112;
+const TRAILER_CRC_AT: usize = 116;
+
+/// What the checkpoint knows of the records the store wrote with the
+/// whole-record CRC trailer: every record at or past `from` whose
+/// STOREHOST has the IP of `store_host` was appended by this store with
+/// `enabledAppendPropCRC` on, so it must end with a trailer. Records a
+/// slave copied from its master carry the master's host and are not
+/// covered. The record format has no flag for "written with a trailer";
+/// without this rule a record whose trailer key took a flipped bit, or whose
+/// trailer a torn sector zeroed, reads as one written without it and passes
+/// on its body CRC alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrailerRule {
+    pub from: i64,
+    pub store_host: SocketAddr,
+}
 
 /// A decoded checkpoint image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +63,8 @@ pub struct CheckpointImage {
     /// The CommitLog offset below which every byte was fsynced when the
     /// checkpoint was written; `None` when the file has no extension.
     pub commit_log_durable_offset: Option<i64>,
+    /// The CRC-trailer rule; `None` when the file has no such extension.
+    pub crc_trailer: Option<TrailerRule>,
 }
 
 fn read_u32(raw: &[u8], at: usize) -> u32 {
@@ -90,7 +119,55 @@ pub fn decode(raw: &[u8]) -> Result<CheckpointImage, (i64, String)> {
     Ok(CheckpointImage {
         values,
         commit_log_durable_offset,
+        crc_trailer: decode_trailer_rule(raw)?,
     })
+}
+
+fn decode_trailer_rule(raw: &[u8]) -> Result<Option<TrailerRule>, (i64, String)> {
+    if raw.len() < TRAILER_CRC_AT + 4 || &raw[80..88] != TRAILER_MAGIC {
+        return Ok(None);
+    }
+    let stored = read_u32(raw, TRAILER_CRC_AT);
+    let computed = crc32fast::hash(&raw[..TRAILER_CRC_AT]);
+    if stored != computed {
+        return Err((
+            TRAILER_CRC_AT as i64,
+            format!("CRC-trailer rule CRC {stored:#010x} does not match {computed:#010x}"),
+        ));
+    }
+    let from = read_i64(raw, TRAILER_FROM_AT);
+    if from < 0 {
+        return Err((
+            TRAILER_FROM_AT as i64,
+            format!("negative CRC-trailer offset {from}"),
+        ));
+    }
+    let mut ip = [0u8; 16];
+    ip.copy_from_slice(&raw[TRAILER_HOST_AT..TRAILER_HOST_AT + 16]);
+    let ip = Ipv6Addr::from(ip);
+    let ip = ip
+        .to_ipv4_mapped()
+        .map(IpAddr::V4)
+        .unwrap_or(IpAddr::V6(ip));
+    let port = u16::from_be_bytes([raw[TRAILER_PORT_AT], raw[TRAILER_PORT_AT + 1]]);
+    Ok(Some(TrailerRule {
+        from,
+        store_host: SocketAddr::new(ip, port),
+    }))
+}
+
+fn encode_trailer_rule(raw: &mut [u8], rule: &TrailerRule) {
+    raw[80..88].copy_from_slice(TRAILER_MAGIC);
+    raw[TRAILER_FROM_AT..TRAILER_FROM_AT + 8].copy_from_slice(&rule.from.to_be_bytes());
+    let ip = match rule.store_host.ip() {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    };
+    raw[TRAILER_HOST_AT..TRAILER_HOST_AT + 16].copy_from_slice(&ip.octets());
+    raw[TRAILER_PORT_AT..TRAILER_PORT_AT + 2]
+        .copy_from_slice(&rule.store_host.port().to_be_bytes());
+    let crc = crc32fast::hash(&raw[..TRAILER_CRC_AT]);
+    raw[TRAILER_CRC_AT..TRAILER_CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// The checkpoint values. See the module documentation. The durable offset
@@ -107,6 +184,8 @@ pub struct Checkpoint {
     confirm_phy_offset: AtomicI64,
     /// [`UNKNOWN`] or the CommitLog durable offset.
     commit_log_durable_offset: AtomicI64,
+    /// The CRC-trailer rule (set at open, read by each write).
+    crc_trailer: Mutex<Option<TrailerRule>>,
 }
 
 impl Checkpoint {
@@ -128,6 +207,7 @@ impl Checkpoint {
             master_flushed_offset: AtomicI64::new(0),
             confirm_phy_offset: AtomicI64::new(0),
             commit_log_durable_offset: AtomicI64::new(UNKNOWN),
+            crc_trailer: Mutex::new(None),
         };
         let Some(raw) = disk.read_file(path)? else {
             return Ok(cp);
@@ -147,6 +227,7 @@ impl Checkpoint {
         if let Some(d) = image.commit_log_durable_offset {
             cp.commit_log_durable_offset.store(d, Ordering::Release);
         }
+        *cp.crc_trailer.lock() = image.crc_trailer;
         Ok(cp)
     }
 
@@ -205,6 +286,21 @@ impl Checkpoint {
             .store(v.unwrap_or(UNKNOWN), Ordering::Release);
     }
 
+    /// The CRC-trailer rule (see [`TrailerRule`]), if any.
+    pub fn crc_trailer(&self) -> Option<TrailerRule> {
+        *self.crc_trailer.lock()
+    }
+
+    /// Replaces the CRC-trailer rule. The store sets it at open, before its
+    /// first append, and writes the checkpoint before appending.
+    pub fn set_crc_trailer(&self, rule: Option<TrailerRule>) {
+        assert!(
+            rule.is_none_or(|r| r.from >= 0),
+            "negative trailer offset {rule:?}"
+        );
+        *self.crc_trailer.lock() = rule;
+    }
+
     /// The store time from which an abnormal recovery must re-dispatch: the
     /// oldest of the three timestamps (0 if any is unknown).
     pub fn min_timestamp(&self) -> i64 {
@@ -231,6 +327,9 @@ impl Checkpoint {
             raw[DURABLE_AT..DURABLE_AT + 8].copy_from_slice(&d.to_be_bytes());
             let crc = crc32fast::hash(&raw[..DURABLE_CRC_AT]);
             raw[DURABLE_CRC_AT..DURABLE_CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        }
+        if let Some(rule) = self.crc_trailer() {
+            encode_trailer_rule(&mut raw, &rule);
         }
         raw
     }
@@ -321,6 +420,39 @@ mod tests {
         let old = again.encode();
         assert!(old[52..].iter().all(|b| *b == 0));
         assert_eq!(decode(&old).unwrap().commit_log_durable_offset, None);
+    }
+
+    #[test]
+    fn crc_trailer_rule_round_trips_under_its_crc() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("checkpoint");
+        let cp = Checkpoint::load(&p).unwrap();
+        assert_eq!(cp.crc_trailer(), None);
+        for host in ["10.1.2.3:10911", "[fe80::1]:7"] {
+            let rule = TrailerRule {
+                from: 8192,
+                store_host: host.parse().unwrap(),
+            };
+            cp.set_crc_trailer(Some(rule));
+            cp.advance_commit_log_durable_offset(4096);
+            cp.flush().unwrap();
+            let again = Checkpoint::load(&p).unwrap();
+            assert_eq!(again.crc_trailer(), Some(rule));
+            assert_eq!(again.commit_log_durable_offset(), Some(4096));
+            let raw = std::fs::read(&p).unwrap();
+            for at in [TRAILER_FROM_AT + 3, TRAILER_HOST_AT + 15, TRAILER_CRC_AT] {
+                let mut bad = raw.clone();
+                bad[at] ^= 4;
+                assert_eq!(decode(&bad).unwrap_err().0, TRAILER_CRC_AT as i64);
+            }
+        }
+        // Without the rule (and without a durable offset) the image is
+        // RocketMQ's plus the first Basalt CRC.
+        cp.set_crc_trailer(None);
+        cp.reset_commit_log_durable_offset(None);
+        let old = cp.encode();
+        assert!(old[52..].iter().all(|b| *b == 0));
+        assert_eq!(decode(&old).unwrap().crc_trailer, None);
     }
 
     #[test]

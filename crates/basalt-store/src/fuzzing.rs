@@ -19,10 +19,16 @@ pub fn record_parse(data: &[u8]) {
 /// the search for valid records after damage.
 pub fn scan_file(data: &[u8]) {
     let mut seen = 0usize;
-    let stop = crate::recovery::scan_file(data, 0, 0, true, |v| {
-        seen += v.total_size();
-        Ok(())
-    });
+    let stop = crate::recovery::scan_file(
+        data,
+        0,
+        0,
+        &crate::record_check::RecordCheck::crc_only(true),
+        |v| {
+            seen += v.total_size();
+            Ok(())
+        },
+    );
     if let Ok(stop) = stop {
         let pos = match stop {
             crate::recovery::ScanStop::EndOfFile => data.len(),

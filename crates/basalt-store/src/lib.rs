@@ -38,6 +38,7 @@ pub mod mapped_file_queue;
 pub mod message_log;
 pub mod names;
 pub mod put;
+pub mod record_check;
 pub mod recovery;
 pub mod repair;
 pub mod services;

@@ -164,7 +164,8 @@ impl MappedFileQueue {
             self.disk.sync_dir(&self.dir)?;
         }
         let mut files = Vec::with_capacity(found.len());
-        for (start, path) in found {
+        let mut found = found.into_iter();
+        while let Some((start, path)) = found.next() {
             if start % self.file_size as i64 != 0 {
                 return Err(StoreError::Layout {
                     path,
@@ -176,6 +177,24 @@ impl MappedFileQueue {
             }
             if let Some((prev, _)) = files.last() {
                 let prev_end = prev + self.file_size as i64;
+                if prev_end != start && !self.policy.sync_dir_on_create {
+                    // Files of a queue whose names are synced only at its
+                    // flush (a ConsumeQueue: derived data) are created
+                    // unsynced one after the other, and a power loss keeps
+                    // or loses each name on its own. What follows a gap was
+                    // never covered by a flush: recovery dispatches it again
+                    // from the CommitLog (the soak found this, seed 1842).
+                    let stale: Vec<PathBuf> = std::iter::once(path)
+                        .chain(found.by_ref().map(|(_, p)| p))
+                        .collect();
+                    for p in stale.iter().rev() {
+                        tracing::warn!(file = %p.display(), prev_end,
+                            "file after a gap in a queue whose names were not yet synced: deleting it");
+                        self.disk.remove_file(p)?;
+                        self.disk.sync_dir(&self.dir)?;
+                    }
+                    break;
+                }
                 if prev_end != start {
                     return Err(StoreError::Layout {
                         path,
@@ -444,11 +463,13 @@ impl MappedFileQueue {
             self.files
                 .write()
                 .retain(|f| !remove.iter().any(|r| Arc::ptr_eq(r, f)));
-            for f in &remove {
+            // Newest first, each deletion made durable before the next: a
+            // crash in between leaves a shorter log, never a gap in it.
+            for f in remove.iter().rev() {
                 tracing::warn!(file = %f.path().display(), "deleting file past the end of the log");
                 f.destroy()?;
+                self.disk.sync_dir(&self.dir).map_err(StoreError::from)?;
             }
-            self.disk.sync_dir(&self.dir).map_err(StoreError::from)?;
         }
         if self.flushed_where() > offset {
             self.flushed_where.store(offset, Ordering::Release);
@@ -557,15 +578,20 @@ impl MappedFileQueue {
                 assert!(Arc::ptr_eq(a, b), "only the head of a log may be deleted");
             }
         }
+        // Oldest first, each deletion made durable before the next: names
+        // removed together persist in any order at a power loss, and a
+        // lost removal between two kept ones left a gap in the log that
+        // recovery refuses (the power-loss simulator's soak found this).
         for (i, f) in victims.iter().enumerate() {
             self.files.write().retain(|x| !Arc::ptr_eq(x, f));
             tracing::info!(file = %f.path().display(), "deleting expired file");
             f.destroy()?;
+            self.disk.sync_dir(&self.dir).map_err(StoreError::from)?;
             if i + 1 < victims.len() && !interval.is_zero() {
                 std::thread::sleep(interval);
             }
         }
-        self.disk.sync_dir(&self.dir).map_err(StoreError::from)
+        Ok(())
     }
 
     /// Removes every file (topic deletion).

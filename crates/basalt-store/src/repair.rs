@@ -14,16 +14,14 @@
 //! from the cut, as after any recovery that cuts the log.
 
 use std::fmt;
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
+use basalt_disk::{Disk, ReadOnlyMap, SegmentOptions};
 
 use crate::checkpoint::Checkpoint;
 use crate::consume_queue::{CqUnit, UNIT_SIZE};
 use crate::error::{Result, StoreError};
-use crate::fs_util::{self, LockFile};
+use crate::fs_util::LockFile;
 use crate::mapped_file::parse_file_name;
 use crate::recovery::{ScanStop, scan_file};
 
@@ -153,7 +151,10 @@ impl fmt::Display for RepairPlan {
 #[derive(Debug)]
 pub struct StoreRepair {
     root: PathBuf,
-    _lock: LockFile,
+    disk: Disk,
+    /// The store's lock (the real disk only: the simulated one has no
+    /// other processes).
+    _lock: Option<LockFile>,
 }
 
 fn refused(root: &Path, reason: impl Into<String>) -> StoreError {
@@ -167,7 +168,12 @@ impl StoreRepair {
     /// Takes the lock of the store at `root`. Refuses a root without a
     /// `commitlog/`, a ledger-mode root, and a store another process holds.
     pub fn open(root: &Path) -> Result<StoreRepair> {
-        if let Some(l) = ledger_dir(root)? {
+        Self::open_on(&Disk::Real, root)
+    }
+
+    /// [`StoreRepair::open`] of a store on `disk`.
+    pub fn open_on(disk: &Disk, root: &Path) -> Result<StoreRepair> {
+        if let Some(l) = ledger_dir(disk, root)? {
             return Err(refused(
                 root,
                 format!(
@@ -178,8 +184,15 @@ impl StoreRepair {
                 ),
             ));
         }
-        if !root.join("commitlog").is_dir() {
+        if !disk.exists(&root.join("commitlog")) {
             return Err(refused(root, "no commitlog/ directory here"));
+        }
+        if !disk.is_real() {
+            return Ok(StoreRepair {
+                root: root.to_path_buf(),
+                disk: disk.clone(),
+                _lock: None,
+            });
         }
         let lock = match LockFile::acquire(&root.join("lock")) {
             Ok(l) => l,
@@ -193,15 +206,17 @@ impl StoreRepair {
         };
         Ok(StoreRepair {
             root: root.to_path_buf(),
-            _lock: lock,
+            disk: Disk::Real,
+            _lock: Some(lock),
         })
     }
 
     /// What a cut at `truncate_at` removes; refuses an offset that is not a
     /// record boundary with only valid records below it. Writes nothing.
     pub fn plan(&self, truncate_at: i64) -> Result<RepairPlan> {
-        let files = commit_log_files(&self.root.join("commitlog"))?;
-        let (records_kept, files_end) = check_prefix(&self.root, &files, truncate_at)?;
+        let disk = &self.disk;
+        let files = commit_log_files(disk, &self.root.join("commitlog"))?;
+        let (records_kept, files_end) = check_prefix(disk, &self.root, &files, truncate_at)?;
         let commit_log = files
             .iter()
             .filter_map(|(start, path, len)| {
@@ -226,8 +241,8 @@ impl StoreRepair {
                 }
             })
             .collect();
-        let queues = plan_queue_cuts(&self.root.join("consumequeue"), truncate_at)?;
-        let durable_before = Checkpoint::load(&self.root.join("checkpoint"))
+        let queues = plan_queue_cuts(disk, &self.root.join("consumequeue"), truncate_at)?;
+        let durable_before = Checkpoint::load_on(disk, &self.root.join("checkpoint"))
             .ok()
             .and_then(|c| c.commit_log_durable_offset());
         Ok(RepairPlan {
@@ -247,16 +262,17 @@ impl StoreRepair {
             plan.root, self.root,
             "a plan applies to the root it was made for"
         );
-        apply_cuts(&plan.commit_log)?;
+        let disk = &self.disk;
+        apply_cuts(disk, &plan.commit_log)?;
         for q in &plan.queues {
-            apply_cuts(&q.files)?;
+            apply_cuts(disk, &q.files)?;
         }
         let ck_path = self.root.join("checkpoint");
-        let checkpoint = match Checkpoint::load(&ck_path) {
+        let checkpoint = match Checkpoint::load_on(disk, &ck_path) {
             Ok(c) => c,
             Err(StoreError::Corrupt { .. }) => {
-                std::fs::remove_file(&ck_path).map_err(|e| StoreError::io(&ck_path, e))?;
-                Checkpoint::load(&ck_path)?
+                disk.remove_file(&ck_path)?;
+                Checkpoint::load_on(disk, &ck_path)?
             }
             Err(e) => return Err(e),
         };
@@ -271,47 +287,33 @@ impl StoreRepair {
 }
 
 /// The `dledger-*` directory of a root, if any.
-fn ledger_dir(root: &Path) -> Result<Option<PathBuf>> {
-    let rd = match std::fs::read_dir(root) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(refused(root, "no such directory"));
-        }
-        Err(e) => return Err(StoreError::io(root, e)),
-    };
-    for e in rd {
-        let e = e.map_err(|err| StoreError::io(root, err))?;
-        let is_ledger = e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with("dledger-"));
-        if is_ledger && e.path().is_dir() {
-            return Ok(Some(e.path()));
-        }
+fn ledger_dir(disk: &Disk, root: &Path) -> Result<Option<PathBuf>> {
+    if !disk.exists(root) {
+        return Err(refused(root, "no such directory"));
     }
-    Ok(None)
+    Ok(disk
+        .list_dir(root)?
+        .into_iter()
+        .find(|e| e.is_dir && e.name.starts_with("dledger-"))
+        .map(|e| e.path))
 }
 
 /// `(start, path, length)` of the numbered files of `dir`, by start.
-fn numbered_files(dir: &Path) -> Result<Vec<(i64, PathBuf, usize)>> {
+fn numbered_files(disk: &Disk, dir: &Path) -> Result<Vec<(i64, PathBuf, usize)>> {
     let mut files = Vec::new();
-    for e in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
-        let e = e.map_err(|e| StoreError::io(dir, e))?;
-        let Some(start) = e.file_name().to_str().and_then(parse_file_name) else {
+    for e in disk.list_dir(dir)? {
+        let Some(start) = parse_file_name(&e.name) else {
             continue;
         };
-        let len = e
-            .metadata()
-            .map_err(|err| StoreError::io(e.path(), err))?
-            .len() as usize;
-        files.push((start, e.path(), len));
+        let len = disk.file_len(&e.path)?.unwrap_or(0) as usize;
+        files.push((start, e.path, len));
     }
     files.sort_by_key(|f| f.0);
     Ok(files)
 }
 
-fn commit_log_files(dir: &Path) -> Result<Vec<(i64, PathBuf, usize)>> {
-    let files = numbered_files(dir)?;
+fn commit_log_files(disk: &Disk, dir: &Path) -> Result<Vec<(i64, PathBuf, usize)>> {
+    let files = numbered_files(disk, dir)?;
     for w in files.windows(2) {
         if w[0].0 + w[0].2 as i64 != w[1].0 {
             return Err(StoreError::Layout {
@@ -323,17 +325,15 @@ fn commit_log_files(dir: &Path) -> Result<Vec<(i64, PathBuf, usize)>> {
     Ok(files)
 }
 
-fn map_read_only(path: &Path) -> Result<Mmap> {
-    let f = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
-    // SAFETY: read-only mapping of a file no other process writes: the
-    // caller holds the store's lock.
-    unsafe { Mmap::map(&f) }.map_err(|e| StoreError::io(path, e))
+fn map_read_only(disk: &Disk, path: &Path) -> Result<ReadOnlyMap> {
+    Ok(disk.map_read_only(path)?)
 }
 
 /// Checks that every record below `truncate_at` is valid (CRC included) and
 /// that `truncate_at` is where one ends (or a file starts). Returns the
 /// records below it and the end of the files.
 fn check_prefix(
+    disk: &Disk,
     root: &Path,
     files: &[(i64, PathBuf, usize)],
     truncate_at: i64,
@@ -353,10 +353,11 @@ fn check_prefix(
         ));
     }
     let mut records = 0u64;
+    let check = &crate::check::record_check_of(disk, root);
     for (start, path, len) in files.iter().filter(|f| f.0 < truncate_at) {
-        let map = map_read_only(path)?;
+        let map = map_read_only(disk, path)?;
         let upto = ((truncate_at - start) as usize).min(*len);
-        let stop = scan_file(&map[..upto], *start, 0, true, |_| {
+        let stop = scan_file(&map[..upto], *start, 0, check, |_| {
             records += 1;
             Ok(())
         })?;
@@ -387,30 +388,27 @@ fn check_prefix(
 }
 
 /// The ConsumeQueue units at or past `truncate_at`, queue by queue.
-fn plan_queue_cuts(cq_root: &Path, truncate_at: i64) -> Result<Vec<QueueCut>> {
+fn plan_queue_cuts(disk: &Disk, cq_root: &Path, truncate_at: i64) -> Result<Vec<QueueCut>> {
     let mut cuts = Vec::new();
-    if !cq_root.is_dir() {
+    if !disk.exists(cq_root) {
         return Ok(cuts);
     }
-    let mut topics: Vec<_> = std::fs::read_dir(cq_root)
-        .map_err(|e| StoreError::io(cq_root, e))?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
+    let mut topics: Vec<_> = disk
+        .list_dir(cq_root)?
+        .into_iter()
+        .filter(|e| e.is_dir)
         .collect();
-    topics.sort_by_key(|e| e.file_name());
+    topics.sort_by(|a, b| a.name.cmp(&b.name));
     for t in topics {
-        let Some(topic) = t.file_name().to_str().map(str::to_string) else {
-            continue;
-        };
-        let mut qdirs: Vec<(i32, PathBuf)> = std::fs::read_dir(t.path())
-            .map_err(|e| StoreError::io(t.path(), e))?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| Some((e.file_name().to_str()?.parse::<i32>().ok()?, e.path())))
-            .filter(|(_, p)| p.is_dir())
+        let mut qdirs: Vec<(i32, PathBuf)> = disk
+            .list_dir(&t.path)?
+            .into_iter()
+            .filter(|e| e.is_dir)
+            .filter_map(|e| Some((e.name.parse::<i32>().ok()?, e.path)))
             .collect();
         qdirs.sort();
         for (queue_id, dir) in qdirs {
-            if let Some(cut) = plan_one_queue(&topic, queue_id, &dir, truncate_at)? {
+            if let Some(cut) = plan_one_queue(disk, &t.name, queue_id, &dir, truncate_at)? {
                 cuts.push(cut);
             }
         }
@@ -421,17 +419,18 @@ fn plan_queue_cuts(cq_root: &Path, truncate_at: i64) -> Result<Vec<QueueCut>> {
 /// Units of one queue pointing at or past `truncate_at`. Units are in
 /// CommitLog order, so they are a suffix of the queue.
 fn plan_one_queue(
+    disk: &Disk,
     topic: &str,
     queue_id: i32,
     dir: &Path,
     truncate_at: i64,
 ) -> Result<Option<QueueCut>> {
-    let files = numbered_files(dir)?;
+    let files = numbered_files(disk, dir)?;
     let mut cut: Option<QueueCut> = None;
     for (start, path, len) in files {
         if let Some(c) = &mut cut {
             // Everything after the first file cut goes.
-            c.units += count_valid_units(&map_read_only(&path)?, 0);
+            c.units += count_valid_units(&map_read_only(disk, &path)?, 0);
             c.files.push(FileCut {
                 path,
                 start,
@@ -439,7 +438,7 @@ fn plan_one_queue(
             });
             continue;
         }
-        let map = map_read_only(&path)?;
+        let map = map_read_only(disk, &path)?;
         let first_past = map.chunks_exact(UNIT_SIZE).position(|b| {
             let u = CqUnit::decode(b);
             u.is_valid() && !u.is_filler() && u.physical_offset >= truncate_at
@@ -469,46 +468,52 @@ fn count_valid_units(raw: &[u8], from: usize) -> u64 {
         .count() as u64
 }
 
-/// Zeroes and deletes what `cuts` list, fsyncing each file zeroed and each
-/// directory a file left.
-fn apply_cuts(cuts: &[FileCut]) -> Result<()> {
-    let mut dirs: Vec<&Path> = Vec::new();
+/// Zeroes and deletes what `cuts` list, fsyncing each file zeroed and the
+/// directory after each file deleted. Deletions go newest first, each made
+/// durable before the next, so a crash during the repair leaves a shorter
+/// log, never a gap in it.
+fn apply_cuts(disk: &Disk, cuts: &[FileCut]) -> Result<()> {
     for c in cuts {
-        match &c.action {
-            FileCutAction::ZeroFrom { from, len } => zero_range(&c.path, *from, *len)?,
-            FileCutAction::Delete { .. } => {
-                std::fs::remove_file(&c.path).map_err(|e| StoreError::io(&c.path, e))?;
-                if let Some(d) = c.path.parent()
-                    && !dirs.contains(&d)
-                {
-                    dirs.push(d);
-                }
-            }
+        if let FileCutAction::ZeroFrom { from, len } = &c.action {
+            zero_range(disk, &c.path, *from, *len)?;
         }
     }
-    for d in dirs {
-        fs_util::fsync_dir(d)?;
+    for c in cuts.iter().rev() {
+        if let FileCutAction::Delete { .. } = &c.action {
+            disk.remove_file(&c.path)?;
+            if let Some(d) = c.path.parent() {
+                disk.sync_dir(d)?;
+            }
+        }
     }
     Ok(())
 }
 
-/// Writes zeros over `from..len` of `path` and fsyncs it.
-fn zero_range(path: &Path, from: usize, len: usize) -> Result<()> {
-    use std::io::{Seek, SeekFrom};
-    let mut f = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| StoreError::io(path, e))?;
-    f.seek(SeekFrom::Start(from as u64))
-        .map_err(|e| StoreError::io(path, e))?;
-    let zeros = vec![0u8; 1 << 20];
-    let mut left = len.saturating_sub(from);
-    while left > 0 {
-        let n = left.min(zeros.len());
-        f.write_all(&zeros[..n])
-            .map_err(|e| StoreError::io(path, e))?;
-        left -= n;
+/// Writes zeros over `from..len` of `path` and fsyncs that range.
+fn zero_range(disk: &Disk, path: &Path, from: usize, len: usize) -> Result<()> {
+    if disk.is_real() {
+        crate::faults::check_fsync(path)?;
     }
-    crate::faults::check_fsync(path)?;
-    f.sync_data().map_err(|e| StoreError::io(path, e))
+    let mut seg = disk.open_segment(
+        path,
+        SegmentOptions {
+            keep_fd: true,
+            random_access: false,
+        },
+    )?;
+    let to = len.min(seg.len());
+    let from = from.min(to);
+    let zeros = vec![0u8; 1 << 20];
+    // Only where the file holds data: holes read as zeros already, and
+    // writing into one through the mapping would need a block the disk may
+    // not have (SIGBUS on a full disk).
+    for (start, end) in seg.data_ranges(from) {
+        let (mut at, end) = (start.max(from), end.min(to));
+        while at < end {
+            let n = (end - at).min(zeros.len());
+            seg.write(at, &zeros[..n]);
+            at += n;
+        }
+    }
+    Ok(seg.sync_range(from, to)?)
 }

@@ -156,7 +156,12 @@ fn flush_commit_log(commit_log: &CommitLog, checkpoint: &Checkpoint, least_pages
         if let Some(ts) = ts {
             checkpoint.set_physic_msg_timestamp(ts);
         }
-        checkpoint.advance_commit_log_durable_offset(commit_log.flushed_offset());
+        // A poisoned store claims nothing new: its files may not be what
+        // a flush covered (a CommitLog deletion whose fsync failed can come
+        // back at a power loss with a tail no flush reached; soak seed 17218).
+        if !commit_log.health().is_poisoned() {
+            checkpoint.advance_commit_log_durable_offset(commit_log.flushed_offset());
+        }
     }
 }
 
@@ -497,13 +502,16 @@ pub fn clean_once(
     let time_up = is_delete_hour(&cfg.delete_when);
     let mut deleted = 0;
     if time_up || over_max || force {
-        deleted = commit_log.files().delete_expired_by_time(
-            cfg.file_reserved_time,
-            force,
-            cfg.delete_files_batch_max,
-            cfg.delete_commit_log_files_interval,
-            dispatched,
-        )?;
+        deleted = commit_log
+            .files()
+            .delete_expired_by_time(
+                cfg.file_reserved_time,
+                force,
+                cfg.delete_files_batch_max,
+                cfg.delete_commit_log_files_interval,
+                dispatched,
+            )
+            .inspect_err(|e| poison_on_failed_delete(commit_log, e))?;
         if deleted > 0 && over_max {
             tracing::warn!(
                 deleted,
@@ -526,6 +534,16 @@ pub fn clean_once(
     Ok(deleted)
 }
 
+/// A CommitLog deletion whose directory fsync (or unlink) failed may be
+/// undone by a power loss: the old head file comes back with its unsynced
+/// tail torn, and recovery, which ends the log at the first damage, would
+/// then cut every later file, fsynced records included (the power-loss
+/// simulator found this, seed 12509 of the soak). So it poisons the store
+/// like any failed fsync: nothing is acknowledged after it.
+fn poison_on_failed_delete(commit_log: &CommitLog, e: &crate::error::StoreError) {
+    commit_log.health().poison(e);
+}
+
 /// Deletes the oldest CommitLog files, expired or not, one at a time while
 /// the disk stays above `diskSpaceCleanForciblyRatio`, up to the batch limit
 /// minus `already` deleted this round. Never the newest file, never one
@@ -543,13 +561,10 @@ fn delete_under_pressure(
             std::thread::sleep(cfg.delete_commit_log_files_interval);
         }
         let min = commit_log.min_offset();
-        let gone = commit_log.files().delete_expired_by_time(
-            Duration::ZERO,
-            true,
-            1,
-            Duration::ZERO,
-            dispatched,
-        )?;
+        let gone = commit_log
+            .files()
+            .delete_expired_by_time(Duration::ZERO, true, 1, Duration::ZERO, dispatched)
+            .inspect_err(|e| poison_on_failed_delete(commit_log, e))?;
         if gone == 0 {
             break;
         }

@@ -3,10 +3,10 @@
 //! broadcasting (`LocalFileOffsetStore`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use basalt_disk::{Disk, DiskError};
 use parking_lot::Mutex;
 
 use crate::error::{ClientError, Result};
@@ -180,10 +180,10 @@ fn load_file(path: &Path) -> Result<BTreeMap<TopicQueue, i64>> {
         path: path.display().to_string(),
         source,
     };
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(io_err(e)),
+    let text = match Disk::Real.read_file(path) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(BTreeMap::new()),
+        Err(e) => return Err(io_err(into_io(e))),
     };
     decode_file(&text).map_err(|e| io_err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
@@ -203,25 +203,26 @@ pub(crate) fn decode_file(text: &[u8]) -> std::result::Result<BTreeMap<TopicQueu
     Ok(w.offset_table.into_iter().collect())
 }
 
-/// Replaces the file atomically: temp file, fsync, rename, fsync the directory.
+/// The I/O error under a disk error (the offset file's error names the path).
+fn into_io(e: DiskError) -> std::io::Error {
+    match e {
+        DiskError::Io { source, .. } | DiskError::NoSpace { source, .. } => source,
+    }
+}
+
+/// Replaces the file atomically with the I/O layer's helper: temp file
+/// (`offsets.json.tmp`), fsync, rename, fsync of the directory, which is
+/// itself created durably.
 fn write_file(path: &Path, table: &BTreeMap<TopicQueue, i64>) -> Result<()> {
-    let io_err = |source| ClientError::OffsetFile {
+    let io_err = |e| ClientError::OffsetFile {
         path: path.display().to_string(),
-        source,
+        source: into_io(e),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io_err)?;
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut f = std::fs::File::create(&tmp).map_err(io_err)?;
-        f.write_all(&encode_file(table)).map_err(io_err)?;
-        f.sync_all().map_err(io_err)?;
-    }
-    std::fs::rename(&tmp, path).map_err(io_err)?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err)?;
-    Ok(())
+    Disk::Real.create_dir_all_durable(dir).map_err(io_err)?;
+    Disk::Real
+        .atomic_replace(path, &encode_file(table))
+        .map_err(io_err)
 }
 
 #[cfg(test)]

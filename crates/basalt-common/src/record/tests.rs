@@ -364,3 +364,38 @@ fn a_torn_crc_trailer_with_its_key_intact_is_damage() {
     assert!(RecordView::parse(&end, true).is_err());
     assert!(RecordView::parse(&out, true).is_ok());
 }
+
+/// A record whose trailer key took a flipped bit, or whose trailer was
+/// zeroed by a torn sector, reads as one written without a trailer and
+/// passes on its body CRC; `require_crc_trailer` is how a reader that knows
+/// the trailer was written catches it (the power-loss simulator found
+/// records with zeroed properties accepted this way).
+#[test]
+fn a_damaged_trailer_key_is_caught_when_the_trailer_is_required() {
+    let mut out = Vec::new();
+    let len = golden_draft().encode_with_crc_trailer(&mut out).unwrap();
+    stamp(&mut out, 7, 1234, 1_700_000_000_123);
+    seal_crc(&mut out);
+    assert!(require_crc_trailer(&out).is_ok());
+    for at in len - CRC_TRAILER_LEN..len - 11 {
+        for bit in 0..8 {
+            let mut bad = out.clone();
+            bad[at] ^= 1 << bit;
+            // Alone, the body CRC passes: the record looks trailer-less.
+            let v = RecordView::parse(&bad, true).expect("reads as trailer-less");
+            assert!(!has_crc_trailer(v.bytes));
+            assert_eq!(
+                require_crc_trailer(&bad),
+                Err(CodecError::MissingCrcTrailer {
+                    at: len - CRC_TRAILER_LEN
+                }),
+                "flip at {at} bit {bit}"
+            );
+        }
+    }
+    // The tail of the properties and the trailer zeroed (a torn sector).
+    let mut torn = out.clone();
+    torn[len - 30..].fill(0);
+    assert!(RecordView::parse(&torn, true).is_ok());
+    assert!(require_crc_trailer(&torn).is_err());
+}

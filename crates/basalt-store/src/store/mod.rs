@@ -319,8 +319,11 @@ impl MessageStore {
     pub fn flush_commit_log(&self) -> Result<()> {
         self.commit_log.commit(0)?;
         self.commit_log.flush(0)?;
-        self.checkpoint
-            .advance_commit_log_durable_offset(self.commit_log.flushed_offset());
+        // As in the flush service: a poisoned store claims nothing new.
+        if !self.health.is_poisoned() {
+            self.checkpoint
+                .advance_commit_log_durable_offset(self.commit_log.flushed_offset());
+        }
         Ok(())
     }
 

@@ -114,8 +114,17 @@ impl MessageStore {
         // would be refused as middle corruption (the power-loss simulator
         // found this, seed 60). A full disk keeps the old checkpoint, which
         // is only slower to recover from.
+        // So does the CRC-trailer rule for the records appended from here on.
+        let old_rule = checkpoint.crc_trailer();
+        if !external {
+            let rule = crate::record_check::rule_after_open(&config, old_rule, report.log_end);
+            checkpoint.set_crc_trailer(rule);
+        }
         if !external && let Err(e) = checkpoint.flush() {
-            if !e.is_no_space() {
+            // A rule on disk that this run would break (records without the
+            // trailer past its start) must be withdrawn before the first
+            // append, or the next recovery takes them for damage.
+            if !e.is_no_space() || old_rule.is_some_and(|_| !config.append_prop_crc) {
                 return Err(e);
             }
             tracing::warn!(error = %e, "disk full: the checkpoint keeps its last content");

@@ -15,8 +15,9 @@
 
 use std::path::Path;
 
+use basalt_disk::Disk;
+
 use crate::error::{Result, StoreError};
-use crate::fs_util;
 
 const MAGIC: &[u8; 8] = b"BSLTTMCK";
 const FILE_SIZE: usize = 48;
@@ -81,10 +82,13 @@ impl TimerCheckpoint {
     /// Reads the checkpoint: `Ok(None)` when there is none, an error naming
     /// the file when it is damaged.
     pub fn load(path: &Path) -> Result<Option<TimerCheckpoint>> {
-        let raw = match std::fs::read(path) {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io(path, e)),
+        Self::load_on(&Disk::Real, path)
+    }
+
+    /// [`TimerCheckpoint::load`] from `disk`.
+    pub fn load_on(disk: &Disk, path: &Path) -> Result<Option<TimerCheckpoint>> {
+        let Some(raw) = disk.read_file(path)? else {
+            return Ok(None);
         };
         TimerCheckpoint::decode(&raw)
             .map(Some)
@@ -98,11 +102,18 @@ impl TimerCheckpoint {
 
     /// Replaces the file atomically (temp file, fsync, rename, fsync dir).
     pub fn save(&self, path: &Path) -> Result<()> {
-        crate::faults::check_fsync(path)?;
-        if let Some(dir) = path.parent() {
-            fs_util::create_dir_all_durable(dir)?;
+        self.save_on(&Disk::Real, path)
+    }
+
+    /// [`TimerCheckpoint::save`] on `disk`.
+    pub fn save_on(&self, disk: &Disk, path: &Path) -> Result<()> {
+        if disk.is_real() {
+            crate::faults::check_fsync(path)?;
         }
-        fs_util::atomic_write(path, &self.encode())
+        if let Some(dir) = path.parent() {
+            disk.create_dir_all_durable(dir)?;
+        }
+        Ok(disk.atomic_replace(path, &self.encode())?)
     }
 }
 

@@ -52,6 +52,12 @@ impl TimerLog {
         }
     }
 
+    /// The segments live on `disk` (default: the real one).
+    pub fn with_disk(mut self, disk: basalt_disk::Disk) -> TimerLog {
+        self.files = self.files.with_disk(disk);
+        self
+    }
+
     /// Maps the segments found on disk (layout checked as for the CommitLog).
     pub fn load(&self) -> Result<()> {
         self.files.load()

@@ -44,6 +44,9 @@ pub struct TimerConfig {
     /// Bytes per TimerLog segment (`mappedFileSizeTimerLog`, rounded down
     /// to whole entries).
     pub segment_size: usize,
+    /// The disk the TimerLog and its checkpoint live on (the real one, or
+    /// the simulated disk of the power-loss tests).
+    pub disk: basalt_disk::Disk,
 }
 
 impl TimerConfig {
@@ -137,6 +140,7 @@ mod tests {
             precision_ms: 1000,
             max_delay_ms: 3 * 86_400_000,
             segment_size: ENTRY_SIZE << 21,
+            disk: basalt_disk::Disk::Real,
         };
         c.validate().unwrap();
         assert_eq!(c.slot_count(), 259_200 + 3600);

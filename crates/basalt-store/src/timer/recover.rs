@@ -64,7 +64,7 @@ pub fn recover(
 ) -> Result<RecoveredTimers> {
     let p = cfg.precision_ms;
     let fresh_read = now_ms.div_euclid(p) * p;
-    let checkpoint = match TimerCheckpoint::load(&cfg.checkpoint_path()) {
+    let checkpoint = match TimerCheckpoint::load_on(&cfg.disk, &cfg.checkpoint_path()) {
         Ok(c) => c,
         Err(e @ StoreError::Corrupt { .. }) => {
             tracing::error!(error = %e, "timer checkpoint unreadable");
@@ -72,7 +72,7 @@ pub fn recover(
         }
         Err(e) => return Err(e),
     };
-    let log = TimerLog::new(cfg.log_dir(), cfg.segment_size);
+    let log = TimerLog::new(cfg.log_dir(), cfg.segment_size).with_disk(cfg.disk.clone());
     let (qmin, qmax) = queue
         .map(|q| (q.min_offset(), q.max_offset()))
         .unwrap_or((0, 0));
@@ -101,7 +101,7 @@ pub fn recover(
                 "rebuilding the TimerLog from the timer topic's queue");
             drop(log);
             remove_log_dir(cfg)?;
-            let log = TimerLog::new(cfg.log_dir(), cfg.segment_size);
+            let log = TimerLog::new(cfg.log_dir(), cfg.segment_size).with_disk(cfg.disk.clone());
             log.load()?;
             let read_ms = checkpoint
                 .map(|c| c.read_ms.div_euclid(p) * p)
@@ -123,13 +123,10 @@ pub fn recover(
 /// Deletes the TimerLog directory (it is derived data) and makes that
 /// durable.
 fn remove_log_dir(cfg: &TimerConfig) -> Result<()> {
-    let dir = cfg.log_dir();
-    match std::fs::remove_dir_all(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(StoreError::io(&dir, e)),
+    if !cfg.disk.remove_dir(&cfg.log_dir(), true)? {
+        return Ok(());
     }
-    crate::fs_util::fsync_dir(&cfg.root)
+    Ok(cfg.disk.sync_dir(&cfg.root)?)
 }
 
 /// A recovery from the TimerLog itself, before it is handed out.

@@ -47,12 +47,7 @@ impl World {
             }
         }
         check_queues(&store, &found)?;
-        // The index check is off in the suite: seed 9 still finds a lookup
-        // miss after abnormal recovery that is not fixed yet (see
-        // docs/fault-model.md, "Open findings").
-        if std::env::var("BASALT_SIM_CHECK_INDEX").is_ok() {
-            check_index(&store, &found)?;
-        }
+        check_index(&store, &found)?;
         // What survived is the new truth; recovery made it durable.
         self.log = found.into_iter().map(|f| (f.phys, f.rec)).collect();
         self.required_end = log_end;
@@ -129,10 +124,33 @@ fn check_queues(store: &MessageStore, found: &[Found]) -> Result<(), Violation> 
             .collect();
         let got: Vec<(i64, &[u8])> = pulled.iter().map(|(o, b)| (*o, b.as_slice())).collect();
         if want != got {
+            let first = want.iter().zip(&got).position(|(w, g)| w != g);
+            let at = first.unwrap_or(want.len().min(got.len()));
+            let phys = recs[from.unwrap_or(recs.len())..].get(at).map(|f| f.phys);
+            if std::env::var("BASALT_SIM_DEBUG").is_ok()
+                && let Some(cq) = store
+                    .consume_queues()
+                    .all()
+                    .into_iter()
+                    .find(|q| q.topic() == topic && q.queue_id() == *qid)
+            {
+                let units: Vec<_> = (cq.min_offset()..cq.max_offset())
+                    .map(|o| (o, cq.unit_at(o)))
+                    .collect();
+                eprintln!(
+                    "queue units {units:?}\nrecords {:?}",
+                    recs.iter()
+                        .map(|f| (f.queue_offset, f.phys))
+                        .collect::<Vec<_>>()
+                );
+            }
             return Err(format!(
-                "ConsumeQueue {topic}/{qid} disagrees with the CommitLog: {} units pulled, {} records",
+                "ConsumeQueue {topic}/{qid} disagrees with the CommitLog: {} units pulled, {} records; \
+                 first difference at entry {at} (record at {phys:?}, queue offsets {:?} / {:?})",
                 got.len(),
-                want.len()
+                want.len(),
+                want.get(at).map(|w| w.0),
+                got.get(at).map(|g| g.0),
             ));
         }
         for w in want.windows(2) {
@@ -205,8 +223,13 @@ fn check_index(store: &MessageStore, found: &[Found]) -> Result<(), Violation> {
                 .unwrap_or(false)
         });
         if !hit {
+            let props = store.look_message_by_offset(f.phys).and_then(|r| {
+                RecordView::parse(&r, true)
+                    .ok()
+                    .map(|v| String::from_utf8_lossy(v.properties).into_owned())
+            });
             return Err(format!(
-                "the index does not find record {} by key {key}",
+                "the index does not find record {} by key {key} (its properties now: {props:?})",
                 f.phys
             ));
         }

@@ -253,7 +253,7 @@ impl TimerService {
         // previous checkpoint in place: recovery from it redoes more work but
         // loses nothing, so the store is not poisoned, and the next tick
         // tries again. The read marks stay until a save succeeds.
-        c.save(&self.cfg.checkpoint_path())?;
+        c.save_on(&self.cfg.disk, &self.cfg.checkpoint_path())?;
         {
             let mut s = self.state.lock();
             s.read_marks.drain(..used);

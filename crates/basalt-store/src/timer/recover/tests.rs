@@ -10,6 +10,7 @@ fn config(root: &std::path::Path) -> TimerConfig {
         precision_ms: P,
         max_delay_ms: 60_000,
         segment_size: ENTRY_SIZE * 1024,
+        disk: basalt_disk::Disk::Real,
     }
 }
 
