@@ -8,13 +8,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{LedgerCheckpoint, LedgerSegment, LedgerSegmentList, LedgerStoreError, meta, sync_dir};
+use basalt_disk::Disk;
+
+use super::{LedgerCheckpoint, LedgerSegment, LedgerSegmentList, LedgerStoreError, meta};
 
 /// Syncs prepared by the writer, run on a blocking thread. Owns the segments and
 /// directories to sync; a lowered checkpoint it carries is written before any of
 /// them, so the checkpoint never claims more than the log holds.
 #[derive(Default)]
 pub struct SyncJob {
+    pub(super) disk: Disk,
     pub(super) checkpoint: Option<(PathBuf, LedgerCheckpoint)>,
     pub(super) ranges: Vec<(Arc<LedgerSegment>, usize, usize)>,
     pub(super) fsync: Vec<Arc<LedgerSegment>>,
@@ -26,11 +29,11 @@ impl SyncJob {
     /// truncation).
     pub fn run(&self) -> Result<(), LedgerStoreError> {
         if let Some((dir, c)) = &self.checkpoint {
-            match meta::store_checkpoint(dir, *c) {
+            match meta::store_checkpoint(&self.disk, dir, *c) {
                 Ok(()) => {}
                 // What matters is that the checkpoint claims no more than the log
                 // holds: with no room for a new one, none at all claims nothing.
-                Err(e) if e.is_no_space() => meta::remove_checkpoint(dir)?,
+                Err(e) if e.is_no_space() => meta::remove_checkpoint(&self.disk, dir)?,
                 Err(e) => return Err(e),
             }
         }
@@ -41,7 +44,7 @@ impl SyncJob {
             f.sync_all()?;
         }
         for d in &self.dirs {
-            sync_dir(d)?;
+            self.disk.sync_dir(d)?;
         }
         Ok(())
     }
@@ -66,7 +69,7 @@ pub struct CheckpointJob {
 impl CheckpointJob {
     pub fn run(&self) -> Result<(), LedgerStoreError> {
         self.sync.run()?;
-        meta::store_checkpoint(&self.dir, self.checkpoint)
+        meta::store_checkpoint(&self.sync.disk, &self.dir, self.checkpoint)
     }
 
     pub fn checkpoint(&self) -> LedgerCheckpoint {

@@ -27,13 +27,19 @@
 //! * `checker` — [`check_ledger_dir`], the offline check for operators, and
 //!   [`scan_bytes`] for fuzzing the scanner;
 //! * `view` — [`LedgerFilesView`], read-only entry lookups for offline tools;
-//! * [`mapped`], [`meta`], [`error`], [`faults`] — segments, metadata files,
-//!   errors and the test-only full disk.
+//! * [`mapped`], [`meta`], [`error`] — segments and their lists, metadata
+//!   files, errors.
+//!
+//! Every file goes through [`basalt_disk::Disk`]: [`LedgerStore::open`] uses the
+//! real disk, [`LedgerStore::open_on`] any (the simulator's). Real-disk faults
+//! for process-level tests (full disk, failing fsyncs) are [`faults`], the I/O
+//! layer's.
 
 pub mod error;
-pub mod faults;
 pub mod mapped;
 pub mod meta;
+
+pub use basalt_disk::faults;
 
 mod checker;
 mod jobs;
@@ -55,7 +61,7 @@ use crate::entry::{Entry, EntryHeader, HEADER_SIZE, INDEX_UNIT_SIZE, IndexUnit};
 pub use checker::{BadSpot, LedgerCheckReport, check_ledger_dir, scan_bytes};
 pub use error::LedgerStoreError;
 pub use jobs::{CheckpointJob, PrefaultJob, SyncJob};
-pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice, sync_dir};
+pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice};
 pub use meta::LedgerCheckpoint;
 pub use reader::{LedgerDataFile, LedgerEntry, LedgerReader, ReadError};
 pub use recovery::Recovered;
@@ -109,6 +115,7 @@ fn find(files: &[Arc<LedgerSegment>], file_size: i64, pos: i64) -> Option<&Arc<L
 /// never lets the checkpoint claim more than the log holds.
 pub struct LedgerStore {
     opts: StoreOptions,
+    disk: basalt_disk::Disk,
     data: LedgerSegmentList,
     index: LedgerSegmentList,
     shared: Arc<Shared>,

@@ -19,12 +19,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64};
 
+use basalt_disk::Disk;
 use parking_lot::RwLock;
 
 use super::scan::{Stop, scan};
 use super::{
     Dirty, HEADER_SIZE, LedgerCheckpoint, LedgerSegmentList, LedgerStore, LedgerStoreError,
-    ListSource, Shared, StoreOptions, UNIT, error, first_entry, meta, read_unit, sync_dir,
+    ListSource, Shared, StoreOptions, UNIT, first_entry, meta, read_unit,
 };
 use crate::core::HardState;
 use crate::entry::{EntryHeader, IndexUnit};
@@ -76,28 +77,38 @@ struct ScanOutcome {
 }
 
 impl LedgerStore {
-    /// Opens (creating if needed) and recovers a ledger directory, then makes
-    /// everything it kept durable.
+    /// Opens (creating if needed) and recovers a ledger directory on the real
+    /// disk, then makes everything it kept durable.
     pub fn open(opts: StoreOptions) -> Result<(LedgerStore, Recovered), LedgerStoreError> {
+        LedgerStore::open_on(Disk::Real, opts)
+    }
+
+    /// [`LedgerStore::open`] on `disk` (the simulated disk in the simulator).
+    pub fn open_on(
+        disk: Disk,
+        opts: StoreOptions,
+    ) -> Result<(LedgerStore, Recovered), LedgerStoreError> {
         check_options(&opts)?;
-        std::fs::create_dir_all(&opts.dir)
-            .map_err(|e| error::io_err(&opts.dir, "create_dir_all", e))?;
-        let mut data = LedgerSegmentList::load(&opts.dir.join("data"), opts.data_file_size)?;
-        let mut index = LedgerSegmentList::load(&opts.dir.join("index"), opts.index_file_size)?;
-        let hard_state = meta::load_hard_state(&opts.dir)?;
-        let checkpoint = meta::load_checkpoint(&opts.dir)?;
+        disk.create_dir_all_durable(&opts.dir)?;
+        let mut data = LedgerSegmentList::load(&disk, &opts.dir.join("data"), opts.data_file_size)?;
+        let mut index =
+            LedgerSegmentList::load(&disk, &opts.dir.join("index"), opts.index_file_size)?;
+        let hard_state = meta::load_hard_state(&disk, &opts.dir)?;
+        let checkpoint = meta::load_checkpoint(&disk, &opts.dir)?;
         let ck_end = checkpoint.map(|c| c.end_index).unwrap_or(-1);
 
         let outcome = scan_log(&data, &mut index, ck_end, opts.data_file_size)?;
         let bounds = outcome.bounds;
         cut_after(&mut data, &mut index, &bounds)?;
-        make_durable(&data, &index, &opts)?;
+        make_durable(&data, &index)?;
+        disk.sync_dir(&opts.dir)?;
 
         let committed_index = checkpoint
             .map(|c| c.committed_index)
             .unwrap_or(-1)
             .min(bounds.end_index);
-        let mut store = LedgerStore::recovered(opts, data, index, bounds, ck_end, committed_index);
+        let mut store =
+            LedgerStore::recovered(opts, disk, data, index, bounds, ck_end, committed_index);
         store.set_committed(committed_index);
         Ok((
             store,
@@ -114,6 +125,7 @@ impl LedgerStore {
     /// The writer over what recovery kept; nothing committed yet.
     fn recovered(
         opts: StoreOptions,
+        disk: Disk,
         data: LedgerSegmentList,
         index: LedgerSegmentList,
         b: LogBounds,
@@ -133,6 +145,7 @@ impl LedgerStore {
         });
         LedgerStore {
             opts,
+            disk,
             data,
             index,
             shared,
@@ -287,7 +300,8 @@ fn repair_index_units(
     for u in fixes {
         let (f, _) = index.ensure(u.index * UNIT)?;
         f.ensure_reserved()?;
-        f.write((u.index * UNIT - f.start()) as usize, &u.encode());
+        // SAFETY: recovery runs before the store (and any reader) exists.
+        unsafe { f.write((u.index * UNIT - f.start()) as usize, &u.encode()) };
     }
     Ok(fixes.len() as u64)
 }
@@ -323,9 +337,11 @@ fn cut_after(
     index: &mut LedgerSegmentList,
     b: &LogBounds,
 ) -> Result<(), LedgerStoreError> {
-    data.cut(b.end_pos)?;
+    // SAFETY: recovery runs before the store (and any reader) exists.
+    unsafe { data.cut(b.end_pos) }?;
     if b.end_index >= 0 {
-        index.cut((b.end_index + 1) * UNIT)?;
+        // SAFETY: as above.
+        unsafe { index.cut((b.end_index + 1) * UNIT) }?;
     } else {
         index.clear()?;
     }
@@ -337,14 +353,12 @@ fn cut_after(
 fn make_durable(
     data: &LedgerSegmentList,
     index: &LedgerSegmentList,
-    opts: &StoreOptions,
 ) -> Result<(), LedgerStoreError> {
     for f in data.files().iter().chain(index.files()) {
         f.sync_all()?;
     }
-    sync_dir(data.dir())?;
-    sync_dir(index.dir())?;
-    sync_dir(&opts.dir)
+    data.sync_dir()?;
+    index.sync_dir()
 }
 
 /// A corruption error naming the file holding `pos` (or the directory).
