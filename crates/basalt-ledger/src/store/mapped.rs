@@ -233,11 +233,15 @@ pub struct LedgerSegmentList {
     dir: PathBuf,
     file_size: i64,
     files: Vec<Arc<LedgerSegment>>,
+    /// Files found after a gap at load, not part of the list.
+    strays: Vec<PathBuf>,
 }
 
 impl LedgerSegmentList {
-    /// Loads every file of `dir` (created if missing; durable with the store's
-    /// directory sync at recovery); checks names, sizes and contiguity.
+    /// Loads the files of `dir` (created if missing; durable with the store's
+    /// directory sync at recovery): checks names and sizes, and keeps the
+    /// contiguous run from the first file; files after a gap are
+    /// [`LedgerSegmentList::strays`].
     pub fn load(
         disk: &Disk,
         dir: &Path,
@@ -271,25 +275,43 @@ impl LedgerSegmentList {
             starts.push(start);
         }
         starts.sort_unstable();
-        for w in starts.windows(2) {
-            if w[1] != w[0] + file_size {
-                return Err(LedgerStoreError::Corrupt {
-                    path: file_name(dir, w[1]),
-                    offset: 0,
-                    reason: format!("gap: previous file starts at {}", w[0]),
-                });
-            }
-        }
-        let mut files = Vec::with_capacity(starts.len());
-        for s in starts {
-            files.push(Arc::new(LedgerSegment::open(disk, dir, s, file_size)?));
+        // Files after a gap are names a power loss kept out of order (a
+        // creation or removal that was not synced): left for recovery to judge.
+        let contiguous = starts
+            .windows(2)
+            .position(|w| w[1] != w[0] + file_size)
+            .map_or(starts.len(), |k| k + 1);
+        let strays = starts[contiguous..]
+            .iter()
+            .map(|s| file_name(dir, *s))
+            .collect();
+        let mut files = Vec::with_capacity(contiguous);
+        for s in &starts[..contiguous] {
+            files.push(Arc::new(LedgerSegment::open(disk, dir, *s, file_size)?));
         }
         Ok(LedgerSegmentList {
             disk: disk.clone(),
             dir: dir.to_path_buf(),
             file_size,
             files,
+            strays,
         })
+    }
+
+    /// Files found after a gap at load (see [`LedgerSegmentList::load`]).
+    pub fn strays(&self) -> &[PathBuf] {
+        &self.strays
+    }
+
+    /// Deletes the files found after a gap that are still not part of the
+    /// list. Recovery calls it once it has judged the log.
+    pub(crate) fn remove_strays(&mut self) -> Result<(), LedgerStoreError> {
+        for path in std::mem::take(&mut self.strays) {
+            if !self.files.iter().any(|f| f.path() == path) {
+                self.disk.remove_file(&path)?;
+            }
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {

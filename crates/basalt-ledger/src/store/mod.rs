@@ -125,11 +125,6 @@ pub struct LedgerStore {
     end_pos: i64,
     data_dirty: Dirty,
     index_dirty: Dirty,
-    /// `endIndex` of the last checkpoint written (or loaded).
-    checkpoint_end: i64,
-    committed_for_checkpoint: i64,
-    /// A truncation went below the checkpoint: the next sync lowers it first.
-    lower_checkpoint: Option<LedgerCheckpoint>,
     /// The last entries written, with their bodies as given (shared, not copied):
     /// pushes to followers read them from here. Contiguous, ending at `end_index`.
     tail: std::collections::VecDeque<Entry>,
@@ -174,7 +169,7 @@ impl DataSource for ListSource<'_> {
 /// The index unit of entry `i`, if there is a valid one.
 fn read_unit(index: &LedgerSegmentList, i: i64) -> Option<IndexUnit> {
     index
-        .read(i * UNIT, INDEX_UNIT_SIZE)
+        .read(i.checked_mul(UNIT)?, INDEX_UNIT_SIZE)
         .and_then(|b| IndexUnit::decode(&b))
 }
 

@@ -99,6 +99,11 @@ impl LedgerStore {
 
         let outcome = scan_log(&data, &mut index, ck_end, opts.data_file_size)?;
         let bounds = outcome.bounds;
+        for stray in data.strays().iter().chain(index.strays()) {
+            tracing::warn!(file = %stray.display(), "removing a ledger file found after a gap (an unsynced creation or removal)");
+        }
+        data.remove_strays()?;
+        index.remove_strays()?;
         cut_after(&mut data, &mut index, &bounds)?;
         make_durable(&data, &index)?;
         disk.sync_dir(&opts.dir)?;
@@ -108,7 +113,7 @@ impl LedgerStore {
             .unwrap_or(-1)
             .min(bounds.end_index);
         let mut store =
-            LedgerStore::recovered(opts, disk, data, index, bounds, ck_end, committed_index);
+            LedgerStore::recovered(opts, disk, data, index, bounds);
         store.set_committed(committed_index);
         Ok((
             store,
@@ -129,8 +134,6 @@ impl LedgerStore {
         data: LedgerSegmentList,
         index: LedgerSegmentList,
         b: LogBounds,
-        ck_end: i64,
-        committed_index: i64,
     ) -> LedgerStore {
         let shared = Arc::new(Shared {
             data: RwLock::new(data.files().to_vec().into()),
@@ -155,9 +158,6 @@ impl LedgerStore {
             end_pos: b.end_pos,
             data_dirty: Dirty::default(),
             index_dirty: Dirty::default(),
-            checkpoint_end: ck_end.min(b.end_index),
-            committed_for_checkpoint: committed_index,
-            lower_checkpoint: None,
             tail: std::collections::VecDeque::new(),
             tail_bytes: 0,
             prefaulted_until: b.end_pos,
@@ -228,28 +228,53 @@ fn scan_entries(
     let first_start = data.files()[0].start();
     let start_pos = scan_start(data, index, first.index, ck_end, data_file_size);
     let src = ListSource(data);
+    // The checkpoint's entry, where its (synced) index unit puts it: the scan
+    // must pass it, or the log is damaged inside the durable region (a bad
+    // header before it makes every later index look like a torn tail).
+    let ck_unit = (ck_end >= 0)
+        .then(|| read_unit(index, ck_end))
+        .flatten()
+        .filter(|u| u.pos >= start_pos);
+    let mut ck_seen = false;
     let mut fixes: Vec<IndexUnit> = Vec::new();
     let s = scan(&src, start_pos, None, -1, |h, _| {
         let want = IndexUnit::of(h);
+        ck_seen |= ck_unit == Some(want);
         if read_unit(index, h.index) != Some(want) {
             fixes.push(want);
         }
         true
     });
-    let index_units_fixed = repair_index_units(index, &fixes)?;
+    // Judge before changing anything: a refused log is left as it was.
+    if let Some(u) = ck_unit
+        && !ck_seen
+    {
+        return Err(corrupt_at(
+            data,
+            u.pos,
+            format!(
+                "the checkpoint's durable entry {ck_end} is not at {} where its index unit puts it",
+                u.pos
+            ),
+        ));
+    }
     let mut cut = None;
     if let Stop::Damage { pos, reason } = &s.stop {
         check_torn_tail(data, s.last, first.index, ck_end, *pos, reason)?;
         tracing::warn!(pos, reason = %reason, "cutting the torn tail of the ledger");
         cut = Some((*pos, reason.clone()));
     }
+    let index_units_fixed = repair_index_units(index, &fixes)?;
     let bounds = match s.last {
         Some(l) => LogBounds {
             begin_index: first.index,
             begin_pos: first.pos,
             end_index: l.index,
             end_term: l.term,
-            end_pos: s.end_pos,
+            // Right after the last entry: a blank after it closed its file for
+            // an entry that did not survive, and the leader places the next
+            // entry after the last one, not after that blank.
+            end_pos: l.end_pos(),
         },
         None if start_pos == first_start => LogBounds::empty(s.end_pos),
         None => {

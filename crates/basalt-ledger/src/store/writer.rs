@@ -236,14 +236,6 @@ impl LedgerStore {
         } else {
             self.start_over_at(next_pos)?;
         }
-        if prev < self.checkpoint_end {
-            // The checkpoint must never claim more than the log holds.
-            self.checkpoint_end = prev.max(-1);
-            self.lower_checkpoint = Some(LedgerCheckpoint {
-                end_index: self.checkpoint_end,
-                committed_index: self.committed_for_checkpoint,
-            });
-        }
         self.publish_files();
         Ok(())
     }
@@ -354,10 +346,6 @@ impl LedgerStore {
     pub fn prepare_sync(&mut self) -> SyncJob {
         let mut job = SyncJob {
             disk: self.disk.clone(),
-            checkpoint: self
-                .lower_checkpoint
-                .take()
-                .map(|c| (self.opts.dir.clone(), c)),
             ..SyncJob::default()
         };
         self.data_dirty.take(&self.data, &mut job);
@@ -370,8 +358,9 @@ impl LedgerStore {
         job
     }
 
-    /// A checkpoint claiming `durable_index` (entries durable as reported by
-    /// completed syncs) and `committed_index`; syncs the index units first.
+    /// A checkpoint claiming the entries up to `min(durable_index,
+    /// committed_index)` (durable as reported by completed syncs, and
+    /// committed) and `committed_index`; syncs the index units first.
     pub fn prepare_checkpoint(
         &mut self,
         durable_index: i64,
@@ -382,9 +371,10 @@ impl LedgerStore {
             ..SyncJob::default()
         };
         self.index_dirty.take(&self.index, &mut sync);
-        let end = durable_index.min(self.end_index);
-        self.checkpoint_end = end;
-        self.committed_for_checkpoint = committed_index;
+        // Only committed entries are claimed: no truncation ever removes one,
+        // so the checkpoint never claims what a cut (whose pages and names
+        // may reach the disk in any order) takes away.
+        let end = durable_index.min(committed_index).min(self.end_index);
         CheckpointJob {
             sync,
             dir: self.opts.dir.clone(),
