@@ -93,6 +93,38 @@ fn suite_seeds_keep_every_committed_entry() {
     }
 }
 
+/// Without the data files' fsyncs (a test switch of the simulated disk: they
+/// report success and make nothing durable) the simulator must notice within
+/// the suite's seeds, and for what it is: durable data lost.
+#[test]
+fn a_missing_ledger_data_fsync_is_caught() {
+    fn without_data_syncs(seed: u64) -> SimOptions {
+        let mut o = SimOptions::for_disk_seed(seed);
+        if let Some(d) = &mut o.disk {
+            d.skip_syncs_of = Some("/data/".into());
+        }
+        o
+    }
+    let caught = (0..SUITE_SEEDS).find_map(|seed| run(without_data_syncs(seed)).err());
+    let Some(violation) = caught else {
+        panic!("no seed noticed that the ledger's data fsyncs make nothing durable");
+    };
+    eprintln!("caught the missing fsync: {violation}");
+    assert!(
+        violation.contains("missing or changed after recovery")
+            || violation.contains("durable on only")
+            || violation.contains("refused"),
+        "failed for another reason: {violation}"
+    );
+}
+
+/// The seeds that found the bugs listed in docs/fault-model.md, replayed in
+/// the suite whatever its seed range becomes.
+#[test]
+fn regression_seeds_of_fixed_bugs() {
+    run_seeds(&[1, 5, 24, 26]);
+}
+
 #[test]
 #[ignore = "long soak; run by hand with BASALT_SIM_SEEDS"]
 fn soak() {

@@ -246,6 +246,12 @@ fn scan_entries(
         true
     });
     // Judge before changing anything: a refused log is left as it was.
+    let mut cut = None;
+    if let Stop::Damage { pos, reason } = &s.stop {
+        check_torn_tail(data, s.last, first.index, ck_end, *pos, reason)?;
+        tracing::warn!(pos, reason = %reason, "cutting the torn tail of the ledger");
+        cut = Some((*pos, reason.clone()));
+    }
     if let Some(u) = ck_unit
         && !ck_seen
     {
@@ -257,12 +263,6 @@ fn scan_entries(
                 u.pos
             ),
         ));
-    }
-    let mut cut = None;
-    if let Stop::Damage { pos, reason } = &s.stop {
-        check_torn_tail(data, s.last, first.index, ck_end, *pos, reason)?;
-        tracing::warn!(pos, reason = %reason, "cutting the torn tail of the ledger");
-        cut = Some((*pos, reason.clone()));
     }
     let index_units_fixed = repair_index_units(index, &fixes)?;
     let bounds = match s.last {
