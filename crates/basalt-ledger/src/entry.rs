@@ -415,9 +415,20 @@ mod tests {
         assert_eq!(IndexUnit::decode(&[0u8; 32]), None);
     }
 
+    #[test]
+    fn an_index_whose_unit_position_overflows_is_refused() {
+        let h = EntryHeader::new(EntryKind::Normal, i64::MAX / 32 + 1, 1, 0, b"x");
+        assert!(matches!(
+            EntryHeader::decode(&h.encode()),
+            Err(EntryError::OutOfRange { field: "index", .. })
+        ));
+        let h = EntryHeader::new(EntryKind::Normal, 3, -1, 0, b"x");
+        assert!(EntryHeader::decode(&h.encode()).is_err());
+    }
+
     proptest! {
         #[test]
-        fn header_codec_round_trips(index in 0i64..i64::MAX, term in 0i64..i64::MAX,
+        fn header_codec_round_trips(index in 0i64..=i64::MAX / INDEX_UNIT_SIZE as i64, term in 0i64..i64::MAX,
                                     pos in 0i64..i64::MAX, body in proptest::collection::vec(any::<u8>(), 0..200)) {
             let h = EntryHeader::new(EntryKind::Normal, index, term, pos, &body);
             let d = EntryHeader::decode(&h.encode()).unwrap();
