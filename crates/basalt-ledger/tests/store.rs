@@ -439,7 +439,10 @@ fn a_trailing_blank_without_its_entry_is_cut() {
     // The first entry of a file whose predecessor left room for a blank.
     let k = (1..60)
         .find(|&i| {
-            let (prev, e) = (s.entry(i - 1).unwrap().unwrap(), s.entry(i).unwrap().unwrap());
+            let (prev, e) = (
+                s.entry(i - 1).unwrap().unwrap(),
+                s.entry(i).unwrap().unwrap(),
+            );
             e.pos() % DATA == 0 && prev.header.end_pos() < e.pos()
         })
         .expect("an entry after a blank");

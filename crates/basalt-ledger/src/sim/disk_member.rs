@@ -72,9 +72,15 @@ pub(super) struct CrashOutcome {
 pub(super) enum Flip {
     None,
     /// In the entry the checkpoint claims durable last.
-    Durable { bit: u8, pick: u64 },
+    Durable {
+        bit: u8,
+        pick: u64,
+    },
     /// At or past the model's durable end (`pick` chooses the byte).
-    PastDurable { bit: u8, pick: u64 },
+    PastDurable {
+        bit: u8,
+        pick: u64,
+    },
 }
 
 fn store_err(what: &str, e: LedgerStoreError) -> String {
@@ -298,7 +304,7 @@ impl DiskMember {
         if first && e.body.is_empty() {
             return;
         }
-        let byte = if !first && (e.body.is_empty() || pick % 3 == 0) {
+        let byte = if !first && (e.body.is_empty() || pick.is_multiple_of(3)) {
             8 + ((pick >> 8) % 8) as usize
         } else {
             HEADER_SIZE + ((pick >> 8) % e.body.len() as u64) as usize

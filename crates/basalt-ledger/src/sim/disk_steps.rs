@@ -20,7 +20,8 @@ impl Sim {
         if let Err(e) = d.store.append_entries(entries) {
             return Err(format!("{}: store append: {e}", n.id));
         }
-        d.check_matches(&n.log).map_err(|e| format!("{}: {e}", n.id))
+        d.check_matches(&n.log)
+            .map_err(|e| format!("{}: {e}", n.id))
     }
 
     /// Truncates member `i`'s real store as the model was.
@@ -37,7 +38,8 @@ impl Sim {
         if let Err(e) = d.store.truncate(next_index, next_pos) {
             return Err(format!("{}: store truncate: {e}", n.id));
         }
-        d.check_matches(&n.log).map_err(|e| format!("{}: {e}", n.id))
+        d.check_matches(&n.log)
+            .map_err(|e| format!("{}: {e}", n.id))
     }
 
     /// Runs member `i`'s prepared sync; `Err` carries the failure.
@@ -129,7 +131,8 @@ impl Sim {
             return Ok(0);
         };
         let memory = self.opts.ack_mode == crate::config::AckMode::Memory;
-        let kill = memory || (o.process_kill_one_in > 0 && self.rng.range(0, o.process_kill_one_in as u64) == 0);
+        let kill = memory
+            || (o.process_kill_one_in > 0 && self.rng.range(0, o.process_kill_one_in as u64) == 0);
         // In memory ack mode committed entries need not be durable anywhere:
         // damage to the unsynced tail may take them, which is that mode's
         // documented risk, not a finding. Flips are for durable mode.
@@ -152,10 +155,12 @@ impl Sim {
         let out = d
             .crash(!kill, flip, &n.log)
             .map_err(|e| format!("{id} ({}): {e}", d.dir().display()))?;
-        let from = n
-            .log
-            .crash_to(&out.entries, out.end_pos)
-            .map_err(|e| format!("{id} after a {}: {e}", if kill { "process kill" } else { "power loss" }))?;
+        let from = n.log.crash_to(&out.entries, out.end_pos).map_err(|e| {
+            format!(
+                "{id} after a {}: {e}",
+                if kill { "process kill" } else { "power loss" }
+            )
+        })?;
         let uncertain = n.hard_uncertain.take();
         if out.hard_state != n.hard && Some(&out.hard_state) != uncertain.as_ref() {
             return Err(format!(
@@ -176,7 +181,10 @@ impl Sim {
             };
             let entries = d.entries().map_err(|e| format!("{}: {e}", n.id))?;
             if entries != n.log.entries() {
-                return Err(format!("{}: the store's log differs from the model's", n.id));
+                return Err(format!(
+                    "{}: the store's log differs from the model's",
+                    n.id
+                ));
             }
         }
         Ok(())

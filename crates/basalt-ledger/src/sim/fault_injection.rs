@@ -179,7 +179,10 @@ impl Sim {
         }
         for i in 0..self.nodes.len() {
             // A member with a poisoned store is restarted by its operator.
-            if self.nodes[i].disk.as_ref().is_some_and(|d| d.poisoned_at.is_some())
+            if self.nodes[i]
+                .disk
+                .as_ref()
+                .is_some_and(|d| d.poisoned_at.is_some())
                 && self.nodes[i].core.is_some()
             {
                 self.crash(i)?;

@@ -38,9 +38,7 @@ impl SyncJob {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-            && self.fsync.is_empty()
-            && self.dirs.is_empty()
+        self.ranges.is_empty() && self.fsync.is_empty() && self.dirs.is_empty()
     }
 }
 

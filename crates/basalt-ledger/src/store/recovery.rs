@@ -112,8 +112,7 @@ impl LedgerStore {
             .map(|c| c.committed_index)
             .unwrap_or(-1)
             .min(bounds.end_index);
-        let mut store =
-            LedgerStore::recovered(opts, disk, data, index, bounds);
+        let mut store = LedgerStore::recovered(opts, disk, data, index, bounds);
         store.set_committed(committed_index);
         Ok((
             store,

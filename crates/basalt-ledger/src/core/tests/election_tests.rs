@@ -250,6 +250,9 @@ fn a_poisoned_member_grants_no_vote() {
                 }
             )
         });
-        assert!(!granted, "a poisoned member granted a vote (pre-vote: {pre_vote})");
+        assert!(
+            !granted,
+            "a poisoned member granted a vote (pre-vote: {pre_vote})"
+        );
     }
 }
