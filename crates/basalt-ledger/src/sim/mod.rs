@@ -8,6 +8,9 @@
 //!   the unsynced tail (torn writes); an unsynced truncation may be undone; syncs
 //!   and hard-state persistence take 0.05–2 ms;
 //! * nodes crash (losing what was not durable) and restart from their durable state;
+//!   with [`SimOptions::disk`] each member runs over a real `LedgerStore` on its own
+//!   `basalt_disk::SimDisk` instead, a crash is a power loss (or a process kill) with
+//!   real recovery, checked against the `MemLog` model (`disk_member`, `disk_steps`);
 //! * clocks jump forward and backward;
 //! * clients append through whichever node they think leads; leadership transfers are
 //!   requested at random.
@@ -28,7 +31,8 @@
 //! orders simulated time; `network` models the wire; `node_driver` steps a
 //! member's core and executes its commands; `clients` submits appends and checks
 //! their answers; `fault_injection` crashes, restarts, partitions and skews;
-//! `invariants` holds the safety checks and `liveness` the settling checks.
+//! `invariants` holds the safety checks and `liveness` the settling checks;
+//! `disk_member` and `disk_steps` run members over real stores on simulated disks.
 
 mod clients;
 mod disk_member;
