@@ -229,6 +229,76 @@ impl Segment {
         self.sync_range(0, self.len)
     }
 
+    /// Makes the whole file durable with its metadata (length, punched
+    /// holes): `msync` of the mapping, then `fsync` of the file. For the
+    /// rare syncs after a cut or at recovery; appends use
+    /// [`Segment::sync_range`].
+    pub fn sync_file(&self) -> DiskResult<()> {
+        match &self.backing {
+            Backing::Mapped { file, .. } => {
+                crate::faults::check_fsync(&self.path)?;
+                if file.is_none() && self.len > 0 {
+                    // SAFETY: msync of our own whole mapping.
+                    let rc = unsafe {
+                        libc::msync(self.ptr as *mut libc::c_void, self.len, libc::MS_SYNC)
+                    };
+                    if rc != 0 {
+                        return Err(DiskError::io(&self.path, std::io::Error::last_os_error()));
+                    }
+                }
+                self.with_fd(|f| f.sync_all().map_err(|e| DiskError::io(&self.path, e)))?
+            }
+            Backing::Sim { buf, disk, ino } => {
+                disk.sync_segment(&self.path, *ino, buf, 0, self.len)
+            }
+        }
+    }
+
+    /// Makes `[from, len)` read as zeros by deallocating its blocks
+    /// (`fallocate` punch hole, size kept). Returns `Ok(false)` where the file
+    /// system cannot punch: then nothing changed and the caller zeroes the
+    /// range itself. After a punch the range has no blocks: reserve them
+    /// again ([`Segment::reserve`]) before writing there. Durable after
+    /// [`Segment::sync_file`].
+    ///
+    /// # Safety
+    /// As for [`Segment::write_at`] over `[from, len)`.
+    pub unsafe fn punch_hole(&self, from: usize) -> DiskResult<bool> {
+        if from >= self.len {
+            return Ok(true);
+        }
+        let len = self.len - from;
+        match &self.backing {
+            Backing::Mapped { .. } => self.with_fd(|f| {
+                use std::os::unix::io::AsRawFd;
+                // SAFETY: plain syscall on a descriptor we hold; the kernel
+                // drops the punched pages from every mapping.
+                let rc = unsafe {
+                    libc::fallocate(
+                        f.as_raw_fd(),
+                        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                        from as libc::off_t,
+                        len as libc::off_t,
+                    )
+                };
+                if rc == 0 {
+                    return Ok(true);
+                }
+                let e = std::io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => Ok(false),
+                    _ => Err(DiskError::io(&self.path, e)),
+                }
+            })?,
+            Backing::Sim { disk, ino, .. } => {
+                // SAFETY: the caller's contract covers the range.
+                unsafe { self.zero(from, len) };
+                disk.unreserve_from(&self.path, *ino, from)?;
+                Ok(true)
+            }
+        }
+    }
+
     /// Reserves blocks for `[from, to)` so writes through the mapping cannot
     /// fault for lack of space ([`DiskError::NoSpace`] on a full disk,
     /// nothing changed). The caller vouches that `[0, from)` is reserved
@@ -289,6 +359,30 @@ impl Segment {
                 unsafe { std::ptr::write_volatile(self.ptr.add(off), 0) };
             }
         }
+    }
+
+    /// Faults `[from, from + len)` in as writable without changing its
+    /// bytes (`MADV_POPULATE_WRITE`), so later writes there do not stall on
+    /// page faults. Safe beside the writer. Returns false where the kernel
+    /// cannot; the simulated disk has nothing to fault in.
+    pub fn populate_write_range(&self, from: usize, len: usize) -> bool {
+        if !matches!(self.backing, Backing::Mapped { .. }) {
+            return true;
+        }
+        let start = from - from % PAGE_SIZE;
+        let end = (from + len).min(self.len);
+        if end <= start {
+            return true;
+        }
+        // SAFETY: advice on a range of our own mapping; the contents stay.
+        let rc = unsafe {
+            libc::madvise(
+                self.ptr.add(start) as *mut libc::c_void,
+                end - start,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        rc == 0
     }
 
     /// Maps `[from, from + len)` as clean pages without writing (best

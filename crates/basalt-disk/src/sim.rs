@@ -192,6 +192,11 @@ impl SimDisk {
         self.state.lock().faults = faults;
     }
 
+    /// The random fault rates now.
+    pub fn faults(&self) -> SimFaults {
+        self.state.lock().faults
+    }
+
     /// Every sync of a file or directory under `dir` fails with EIO.
     pub fn fail_syncs_under(&self, dir: &Path) {
         self.state.lock().failing_sync_dirs.push(dir.to_path_buf());

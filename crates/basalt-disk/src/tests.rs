@@ -256,3 +256,33 @@ fn removal_is_durable_only_after_the_directory_sync() {
     assert!(after.remove_dir(Path::new("/s"), true).unwrap());
     assert!(after.list_dir(Path::new("/s")).is_err());
 }
+
+#[test]
+fn a_punched_hole_reads_as_zeros_and_is_durable_only_after_sync_file() {
+    // Real disk: the hole reads as zeros at once, through the mapping.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("seg");
+    let (mut seg, _) = Disk::Real
+        .create_segment(&p, 8192, 8192, SegmentOptions::default())
+        .unwrap();
+    seg.write(0, &[7u8; 8192]);
+    seg.sync_file().unwrap();
+    // SAFETY: the segment is held exclusively here.
+    let _ = unsafe { seg.punch_hole(4096) }.unwrap();
+    assert_eq!(seg.read(4095, 2), &[7, 0]);
+
+    // Simulated disk: an unsynced punch may be lost; after sync_file it is not.
+    let (d, disk) = sim(3);
+    let (mut seg, _) = disk
+        .create_segment(&seg_path(), 4096, 4096, SegmentOptions::default())
+        .unwrap();
+    seg.write(0, &[9u8; 4096]);
+    seg.sync_file().unwrap();
+    disk.sync_dir(Path::new("/s/log")).unwrap();
+    // SAFETY: the segment is held exclusively here.
+    assert!(unsafe { seg.punch_hole(1024) }.unwrap());
+    assert_eq!(seg.read(1023, 2), &[9, 0]);
+    assert_eq!(d.durable_contents(&seg_path()).unwrap()[2048], 9);
+    seg.sync_file().unwrap();
+    assert_eq!(d.durable_contents(&seg_path()).unwrap()[2048], 0);
+}

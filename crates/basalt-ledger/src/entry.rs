@@ -79,6 +79,8 @@ pub enum EntryError {
     NoopWithBody(i32),
     #[error("entry too large: {size} bytes does not fit a data file of {file_size} bytes")]
     TooLarge { size: i64, file_size: i64 },
+    #[error("{field} {value} out of range")]
+    OutOfRange { field: &'static str, value: i64 },
 }
 
 /// The 48-byte header of an entry. `size == 48 + body_len` always holds for a
@@ -177,6 +179,17 @@ impl EntryHeader {
         }
         if kind == EntryKind::Noop && h.body_len != 0 {
             return Err(EntryError::NoopWithBody(h.body_len));
+        }
+        // An index whose unit position overflows, or a negative index, term or
+        // position, is damage (a flipped high bit), not an entry.
+        for (field, value, max) in [
+            ("index", h.index, i64::MAX / INDEX_UNIT_SIZE as i64),
+            ("term", h.term, i64::MAX),
+            ("pos", h.pos, i64::MAX),
+        ] {
+            if !(0..=max).contains(&value) {
+                return Err(EntryError::OutOfRange { field, value });
+            }
         }
         Ok(h)
     }
@@ -402,9 +415,20 @@ mod tests {
         assert_eq!(IndexUnit::decode(&[0u8; 32]), None);
     }
 
+    #[test]
+    fn an_index_whose_unit_position_overflows_is_refused() {
+        let h = EntryHeader::new(EntryKind::Normal, i64::MAX / 32 + 1, 1, 0, b"x");
+        assert!(matches!(
+            EntryHeader::decode(&h.encode()),
+            Err(EntryError::OutOfRange { field: "index", .. })
+        ));
+        let h = EntryHeader::new(EntryKind::Normal, 3, -1, 0, b"x");
+        assert!(EntryHeader::decode(&h.encode()).is_err());
+    }
+
     proptest! {
         #[test]
-        fn header_codec_round_trips(index in 0i64..i64::MAX, term in 0i64..i64::MAX,
+        fn header_codec_round_trips(index in 0i64..=i64::MAX / INDEX_UNIT_SIZE as i64, term in 0i64..i64::MAX,
                                     pos in 0i64..i64::MAX, body in proptest::collection::vec(any::<u8>(), 0..200)) {
             let h = EntryHeader::new(EntryKind::Normal, index, term, pos, &body);
             let d = EntryHeader::decode(&h.encode()).unwrap();

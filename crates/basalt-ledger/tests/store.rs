@@ -404,3 +404,96 @@ fn full_disk_refuses_an_append_before_writing_and_appends_resume() {
     let r = check_ledger_dir(dir.path()).unwrap();
     assert!(r.is_ok(), "{r:?}");
 }
+
+/// Regression (ledger power-loss simulator, seed 5): a power loss kept the
+/// name of a later data file and lost an earlier one; recovery refused the
+/// gap. Files after a gap are an unsynced tail: removed, the log kept up to it.
+#[test]
+fn files_after_a_gap_are_removed_as_an_unsynced_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 60, 1);
+    sync(&mut s);
+    assert!(s.end_pos() > 4 * DATA, "the entries fill several files");
+    drop(s);
+    std::fs::remove_file(data_file(dir.path(), 2)).unwrap();
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert!(s.end_pos() <= 2 * DATA && s.end_index() < 59);
+    assert!(!data_file(dir.path(), 3).exists() && !data_file(dir.path(), 4).exists());
+    for i in 0..=s.end_index() {
+        assert_eq!(s.entry(i).unwrap().unwrap().body, body(i));
+    }
+    assert_eq!(rec.committed_index, -1);
+}
+
+/// Regression (ledger power-loss simulator, seed 26): the blank that closed a
+/// file survived a power loss and the entry after it did not; recovery put the
+/// end after the blank, the leader placed the next entry right after the last
+/// one, and the member refused every append from then on.
+#[test]
+fn a_trailing_blank_without_its_entry_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 60, 1);
+    sync(&mut s);
+    // The first entry of a file whose predecessor left room for a blank.
+    let k = (1..60)
+        .find(|&i| {
+            let (prev, e) = (
+                s.entry(i - 1).unwrap().unwrap(),
+                s.entry(i).unwrap().unwrap(),
+            );
+            e.pos() % DATA == 0 && prev.header.end_pos() < e.pos()
+        })
+        .expect("an entry after a blank");
+    let prev_end = s.entry(k - 1).unwrap().unwrap().header.end_pos();
+    let file = s.entry(k).unwrap().unwrap().pos() / DATA;
+    drop(s);
+    std::fs::remove_file(data_file(dir.path(), file)).unwrap();
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!((s.end_index(), s.end_pos()), (k - 1, prev_end));
+}
+
+/// Regression (ledger power-loss simulator, seed 24): a flipped bit in the
+/// index field of the first entry made every later index look like a torn
+/// tail, and recovery cut the whole durable log. The checkpoint's entry must
+/// be where its synced index unit says: otherwise recovery refuses.
+#[test]
+fn a_bad_header_before_the_checkpoint_entry_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.prepare_checkpoint(39, 39).run().unwrap();
+    drop(s);
+    poke(&data_file(dir.path(), 0), 8, &5000i64.to_be_bytes());
+    match LedgerStore::open(opts(dir.path())) {
+        Err(LedgerStoreError::Corrupt { reason, .. }) => {
+            assert!(reason.contains("checkpoint's durable entry 39"), "{reason}")
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok((s, _)) => panic!("recovery kept {} entries", s.end_index() + 1),
+    }
+}
+
+/// Regression (found by the ledger power-loss simulator): a flipped high bit
+/// of an entry's index overflowed the index-unit position (a panic in debug
+/// builds). Such a header is damage: in the unsynced tail it is cut.
+#[test]
+fn an_out_of_range_entry_index_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 20, 1);
+    sync(&mut s);
+    let e = s.entry(10).unwrap().unwrap();
+    drop(s);
+    let bad = 10i64 | 0x4000_0000_0000_0000;
+    poke(
+        &data_file(dir.path(), e.pos() / DATA),
+        (e.pos() % DATA) as u64 + 8,
+        &bad.to_be_bytes(),
+    );
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.end_index(), 9);
+    assert!(rec.cut.is_some_and(|(_, why)| why.contains("out of range")));
+}

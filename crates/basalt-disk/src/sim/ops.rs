@@ -317,6 +317,16 @@ impl SimHandle {
         Ok(())
     }
 
+    /// A punched hole from `from` on: the blocks there are gone.
+    pub(crate) fn unreserve_from(&self, path: &Path, ino: u64, from: usize) -> DiskResult<()> {
+        let mut st = self.disk.state.lock();
+        st.alive(self, path)?;
+        if let Some(i) = st.inodes.get_mut(&ino) {
+            i.reserved = i.reserved.min(from);
+        }
+        Ok(())
+    }
+
     pub(crate) fn allocated(&self, ino: u64) -> u64 {
         let st = self.disk.state.lock();
         st.inodes.get(&ino).map_or(0, |i| i.reserved as u64)

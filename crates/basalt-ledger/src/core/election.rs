@@ -262,6 +262,12 @@ impl LedgerCore {
             reply(self, self.term, reason);
             return;
         }
+        if self.poisoned {
+            // A member whose store failed takes no part in elections: its log
+            // may end in entries whose sync failed.
+            reply(self, self.term, VoteResult::RejectTermNotReady);
+            return;
+        }
         let log_ok = req.ledger_end_term > self.end_term
             || (req.ledger_end_term == self.end_term && req.ledger_end_index >= self.end_index);
         let log_reject = if req.ledger_end_term < self.end_term {

@@ -19,6 +19,12 @@ impl LedgerCore {
     }
 
     pub(super) fn on_synced(&mut self, through: i64, log: &dyn LogRead) {
+        if self.poisoned {
+            // After a failed write or sync nothing more is acknowledged: a sync
+            // that completes later (one already queued when a checkpoint or a
+            // term write failed) counts for nothing.
+            return;
+        }
         if self.sync_in_flight.is_some_and(|s| s == through) {
             self.sync_in_flight = None;
         }

@@ -77,7 +77,7 @@ fn io_thread(
             },
             IoJob::Persist { version, state } => IoDone::Persisted {
                 version,
-                result: meta::store_hard_state(&dir, &state),
+                result: meta::store_hard_state(&basalt_disk::Disk::Real, &dir, &state),
                 state,
             },
             IoJob::Checkpoint { job } => IoDone::Checkpointed { result: job.run() },

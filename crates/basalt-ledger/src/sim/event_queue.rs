@@ -32,6 +32,12 @@ pub(super) enum Ev {
         node: usize,
     },
     Heal,
+    /// An operator restarts a member whose store was poisoned (it crashes
+    /// and comes back later).
+    PowerCycle {
+        node: usize,
+        epoch: u64,
+    },
     /// A deferred `Written` (a runtime may batch several steps before it).
     Written {
         node: usize,
@@ -102,6 +108,15 @@ impl Sim {
                 self.step_node(node, Event::Written)
             }
             Ev::Heal => self.heal(),
+            Ev::PowerCycle { node, epoch } => {
+                if self.nodes[node].epoch != epoch || self.nodes[node].core.is_none() {
+                    return Ok(());
+                }
+                self.crash(node)?;
+                let back = self.rng.range(20_000, 300_000);
+                self.schedule(self.now_us + back, Ev::Restart { node });
+                Ok(())
+            }
         }
     }
 
@@ -127,8 +142,11 @@ impl Sim {
         if self.nodes[node].epoch != epoch {
             return Ok(());
         }
-        self.nodes[node].log.synced(through);
         self.nodes[node].sync_outstanding = false;
+        if let Err(reason) = self.disk_run_sync(node) {
+            return self.storage_failed(node, reason);
+        }
+        self.nodes[node].log.synced(through);
         self.step_node(node, Event::Synced { through })
     }
 
@@ -142,8 +160,14 @@ impl Sim {
         if self.nodes[node].epoch != epoch {
             return Ok(());
         }
-        self.nodes[node].hard = state;
         self.nodes[node].pending_persist = None;
+        if let Some(d) = &self.nodes[node].disk
+            && let Err(e) = d.persist(&state)
+        {
+            self.nodes[node].hard_uncertain = Some(state);
+            return self.storage_failed(node, format!("term file: {e}"));
+        }
+        self.nodes[node].hard = state;
         self.step_node(node, Event::Persisted { version })
     }
 

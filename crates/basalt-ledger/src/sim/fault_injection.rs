@@ -94,7 +94,17 @@ impl Sim {
         if let Some(p) = node.pending_persist.take()
             && self.rng.range(0, 2) == 0
         {
-            node.hard = p;
+            // The write may have reached the disk before the crash.
+            match &node.disk {
+                Some(d) => {
+                    if d.persist(&p).is_ok() {
+                        node.hard = p;
+                    } else {
+                        node.hard_uncertain = Some(p);
+                    }
+                }
+                None => node.hard = p,
+            }
         }
         // Outstanding appends at the crashed node get no answer (like a dropped
         // connection).
@@ -103,6 +113,10 @@ impl Sim {
             && !self.outstanding.contains_key(&p)
         {
             self.probe = None;
+        }
+        if self.nodes[i].disk.is_some() {
+            let from = self.disk_crash(i)?;
+            return self.check_acked_from(from);
         }
         let rng = &mut self.rng;
         let from = self.nodes[i].log.crash(|lo, hi| {
@@ -128,7 +142,11 @@ impl Sim {
             committed_index: node.checkpoint_committed,
             seed,
         };
-        let core = LedgerCore::new(&node.cfg, init, &node.log, now);
+        let view: &dyn LogRead = match &node.disk {
+            Some(d) => &d.store,
+            None => &node.log,
+        };
+        let core = LedgerCore::new(&node.cfg, init, view, now);
         node.checked_committed = core.committed_index();
         node.core = Some(core);
         // What the restarted member believes committed must still be what everyone
@@ -155,8 +173,20 @@ impl Sim {
         self.dup = 0;
         for n in &mut self.nodes {
             n.group = 0;
+            if let Some(d) = &n.disk {
+                d.stop_faults();
+            }
         }
         for i in 0..self.nodes.len() {
+            // A member with a poisoned store is restarted by its operator.
+            if self.nodes[i]
+                .disk
+                .as_ref()
+                .is_some_and(|d| d.poisoned_at.is_some())
+                && self.nodes[i].core.is_some()
+            {
+                self.crash(i)?;
+            }
             if self.nodes[i].core.is_none() {
                 self.restart(i)?;
             }

@@ -68,6 +68,7 @@ impl Sim {
     }
 
     pub(super) fn final_checks(&self) -> Result<(), String> {
+        self.check_disks_final()?;
         let reference = &self.committed;
         for n in &self.nodes {
             let Some(c) = &n.core else {

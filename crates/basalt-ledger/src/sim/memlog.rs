@@ -200,6 +200,102 @@ impl MemLog {
     }
 }
 
+impl MemLog {
+    /// What a crash may leave: the candidate entries (the log, or the durable
+    /// state before an unsynced truncation), how many of them must survive, and
+    /// the index of the first.
+    fn crash_candidates(&self) -> (&[Entry], usize, i64) {
+        match &self.pending_truncate {
+            Some(p) => (&p.old, p.keep, p.old_first),
+            None => (&self.entries, self.durable_len, self.first),
+        }
+    }
+
+    /// Byte position where what must survive a crash ends: damage past it is a
+    /// torn unsynced tail.
+    pub fn durable_end_pos(&self) -> i64 {
+        let (cands, lo, _) = self.crash_candidates();
+        match lo.checked_sub(1).and_then(|k| cands.get(k)) {
+            Some(e) => e.header.end_pos(),
+            None => match &self.pending_truncate {
+                Some(p) => p.old_start_pos,
+                None => self.start_pos,
+            },
+        }
+    }
+
+    /// A crash whose outcome the real store decided: `recovered` is the log a
+    /// real [`crate::store::LedgerStore`] recovered, `end_pos` where its next
+    /// entry goes. It must be a prefix of what [`MemLog::crash`] allows (every
+    /// durable entry, then some of the unsynced ones, each intact); then the
+    /// model becomes it. Returns the lowest index that may have changed.
+    pub fn crash_to(&mut self, recovered: &[Entry], end_pos: i64) -> Result<i64, String> {
+        let (cands, lo, first) = self.crash_candidates();
+        // With nothing that must survive (a reset not yet synced), the removal
+        // of the old files may have reached the disk for some and not others:
+        // any run of the old entries may come back.
+        let skip = match recovered.first() {
+            Some(r) if lo == 0 && !cands.is_empty() => (r.index() - first).max(0) as usize,
+            _ => 0,
+        };
+        if let Some(r) = recovered.first()
+            && !cands.is_empty()
+            && r.index() != first + skip as i64
+        {
+            return Err(format!(
+                "recovered log starts at index {} but the log started at {first}",
+                r.index()
+            ));
+        }
+        for (k, e) in cands.iter().enumerate().take(lo) {
+            if recovered.get(k) != Some(e) {
+                return Err(format!(
+                    "durable entry {} (term {}) is missing or changed after recovery: {}",
+                    e.index(),
+                    e.term(),
+                    match recovered.get(k) {
+                        None => "missing".to_string(),
+                        Some(r) => format!("found index {} term {}", r.index(), r.term()),
+                    }
+                ));
+            }
+        }
+        if skip + recovered.len() > cands.len() {
+            return Err(format!(
+                "recovery kept entries up to {}, more than the {} ever written",
+                first + (skip + recovered.len()) as i64 - 1,
+                cands.len()
+            ));
+        }
+        for (k, r) in recovered.iter().enumerate().skip(lo) {
+            if *r != cands[skip + k] {
+                return Err(format!(
+                    "recovered unsynced entry {} differs from what was written: {:?} != {:?}",
+                    r.index(),
+                    r.header,
+                    cands[skip + k].header
+                ));
+            }
+        }
+        let start_pos = match &self.pending_truncate {
+            Some(p) => p.old_start_pos,
+            None => self.start_pos,
+        };
+        self.first = recovered.first().map(|e| e.index()).unwrap_or(first);
+        self.entries = recovered.to_vec();
+        self.start_pos = if self.entries.is_empty() {
+            end_pos
+        } else {
+            start_pos
+        };
+        self.end_pos = end_pos;
+        self.pending_truncate = None;
+        self.unsynced_truncation = false;
+        self.durable_len = self.entries.len();
+        Ok(self.first)
+    }
+}
+
 impl LogRead for MemLog {
     fn begin_index(&self) -> i64 {
         if self.entries.is_empty() {

@@ -8,6 +8,9 @@
 //!   the unsynced tail (torn writes); an unsynced truncation may be undone; syncs
 //!   and hard-state persistence take 0.05–2 ms;
 //! * nodes crash (losing what was not durable) and restart from their durable state;
+//!   with [`SimOptions::disk`] each member runs over a real `LedgerStore` on its own
+//!   `basalt_disk::SimDisk` instead, a crash is a power loss (or a process kill) with
+//!   real recovery, checked against the `MemLog` model (`disk_member`, `disk_steps`);
 //! * clocks jump forward and backward;
 //! * clients append through whichever node they think leads; leadership transfers are
 //!   requested at random.
@@ -28,9 +31,12 @@
 //! orders simulated time; `network` models the wire; `node_driver` steps a
 //! member's core and executes its commands; `clients` submits appends and checks
 //! their answers; `fault_injection` crashes, restarts, partitions and skews;
-//! `invariants` holds the safety checks and `liveness` the settling checks.
+//! `invariants` holds the safety checks and `liveness` the settling checks;
+//! `disk_member` and `disk_steps` run members over real stores on simulated disks.
 
 mod clients;
+mod disk_member;
+mod disk_steps;
 mod event_queue;
 mod fault_injection;
 mod final_transfer;
@@ -40,6 +46,7 @@ mod memlog;
 mod network;
 mod node_driver;
 
+pub use disk_member::DiskOptions;
 pub use memlog::MemLog;
 
 use std::cmp::Reverse;
@@ -80,6 +87,9 @@ pub struct SimOptions {
     pub partitions: bool,
     pub clock_jumps: bool,
     pub transfers: bool,
+    /// Run every member over a real `LedgerStore` on a simulated disk that
+    /// loses power (see `disk_member`), with these disk faults.
+    pub disk: Option<DiskOptions>,
     /// Print every step.
     pub trace: bool,
 }
@@ -111,8 +121,30 @@ impl SimOptions {
             partitions: true,
             clock_jumps: true,
             transfers: true,
+            disk: None,
             trace: false,
         }
+    }
+
+    /// A setup for a three-member group over real `LedgerStore`s on simulated
+    /// disks: as [`SimOptions::for_seed`] with three members and a shorter fault
+    /// phase, plus disk faults drawn from the seed (failing fsyncs in some
+    /// runs, flipped bits at some crashes).
+    pub fn for_disk_seed(seed: u64) -> SimOptions {
+        let mut o = SimOptions::for_seed(seed);
+        let mut r = SplitMix64::new(seed ^ 0xD15C_0000_D15C);
+        o.nodes = 3;
+        o.fault_ms = 2_000;
+        o.heal_ms = 20_000;
+        o.fault_interval_ms = 100;
+        o.disk = Some(DiskOptions {
+            fsync_fail_one_in: [0, 0, 60, 300][r.range(0, 4) as usize],
+            flip_one_in: 3,
+            process_kill_one_in: 5,
+            skip_syncs_of: None,
+            index_file_size: [32 * 8, 32 * 64][r.range(0, 2) as usize],
+        });
+        o
     }
 
     fn config(&self, self_id: &NodeId, peers: &BTreeMap<NodeId, String>) -> LedgerConfig {
@@ -181,6 +213,13 @@ struct Node {
     last_tick_us: u64,
     ticks_at_same_time: u32,
     committed_before_step: i64,
+    /// The real store on a simulated disk (with [`SimOptions::disk`]).
+    disk: Option<disk_member::DiskMember>,
+    /// A store write failed during this step: the runtime poisons the store
+    /// and steps the core with `StorageFailed`.
+    failed: Option<String>,
+    /// A hard state whose write failed: it may or may not be on the disk.
+    hard_uncertain: Option<HardState>,
 }
 
 /// One simulation run: the seeded generator, the event queue, every member and
@@ -210,7 +249,7 @@ pub struct Sim {
 
 /// Runs a simulation; `Err` describes the first invariant violation.
 pub fn run(opts: SimOptions) -> Result<SimReport, String> {
-    let mut sim = Sim::new(opts);
+    let mut sim = Sim::new(opts).map_err(|e| format!("setup: {e}"))?;
     sim.run_all().map_err(|e| {
         format!(
             "seed {} failed at t={}ms step {}: {e}",
@@ -223,7 +262,7 @@ pub fn run(opts: SimOptions) -> Result<SimReport, String> {
 }
 
 impl Sim {
-    fn new(opts: SimOptions) -> Sim {
+    fn new(opts: SimOptions) -> Result<Sim, String> {
         let mut rng = SplitMix64::new(opts.seed);
         let peers: BTreeMap<NodeId, String> = (0..opts.nodes)
             .map(|i| (NodeId::new(&format!("n{i}")), format!("sim:{i}")))
@@ -233,6 +272,19 @@ impl Sim {
             let id = NodeId::new(&format!("n{i}"));
             let cfg = opts.config(&id, &peers);
             let log = MemLog::new(opts.data_file_size);
+            let disk = match &opts.disk {
+                Some(d) => Some(disk_member::DiskMember::create(
+                    rng.next_u64(),
+                    id.as_str(),
+                    opts.data_file_size,
+                    d,
+                )?),
+                None => None,
+            };
+            let view: &dyn crate::core::LogRead = match &disk {
+                Some(d) => &d.store,
+                None => &log,
+            };
             let core = LedgerCore::new(
                 &cfg,
                 CoreInit {
@@ -240,7 +292,7 @@ impl Sim {
                     committed_index: -1,
                     seed: rng.next_u64(),
                 },
-                &log,
+                view,
                 0,
             );
             nodes.push(Node {
@@ -262,9 +314,12 @@ impl Sim {
                 last_tick_us: u64::MAX,
                 ticks_at_same_time: 0,
                 committed_before_step: -1,
+                disk,
+                failed: None,
+                hard_uncertain: None,
             });
         }
-        Sim {
+        Ok(Sim {
             opts,
             rng,
             now_us: 0,
@@ -283,7 +338,7 @@ impl Sim {
             final_transfer: None,
             pending_error: None,
             report: SimReport::default(),
-        }
+        })
     }
 
     fn node_now(&self, i: usize) -> u64 {

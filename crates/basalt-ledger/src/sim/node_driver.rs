@@ -21,7 +21,11 @@ impl Sim {
                 return Ok(());
             };
             node.committed_before_step = core.committed_index();
-            let cmds = core.step(now, ev, &node.log);
+            let view: &dyn crate::core::LogRead = match &node.disk {
+                Some(d) => &d.store,
+                None => &node.log,
+            };
+            let cmds = core.step(now, ev, view);
             self.report.steps += 1;
             if let Some(t) = trace {
                 self.trace_step(i, &t, &cmds);
@@ -29,6 +33,10 @@ impl Sim {
             let mut wrote = false;
             for cmd in cmds {
                 wrote |= self.execute(i, cmd)?;
+            }
+            if let Some(reason) = self.nodes[i].failed.take() {
+                self.poison(i);
+                queue.push_back(Event::StorageFailed { reason });
             }
             if wrote {
                 // Usually at once; sometimes after other events, as a runtime that
@@ -75,6 +83,7 @@ impl Sim {
     fn execute(&mut self, i: usize, cmd: LedgerCommand) -> Result<bool, String> {
         match cmd {
             LedgerCommand::Send(env) => {
+                self.check_poisoned_send(i, &env)?;
                 self.send(env);
                 Ok(false)
             }
@@ -89,6 +98,7 @@ impl Sim {
                     .log
                     .append(&entries)
                     .map_err(|e| format!("{}: follower append: {e}", self.nodes[i].id))?;
+                self.disk_append(i, &entries)?;
                 Ok(true)
             }
             LedgerCommand::Truncate {
@@ -106,7 +116,14 @@ impl Sim {
             LedgerCommand::CommitAdvanced { committed_index } => {
                 self.on_commit(i, committed_index)?;
                 if self.rng.range(0, 4) == 0 {
-                    self.nodes[i].checkpoint_committed = committed_index;
+                    if self.nodes[i].disk.is_some() {
+                        self.disk_checkpoint(i, committed_index);
+                    } else {
+                        self.nodes[i].checkpoint_committed = committed_index;
+                    }
+                }
+                if let Some(d) = &mut self.nodes[i].disk {
+                    d.store.set_committed(committed_index);
                 }
                 Ok(false)
             }
@@ -151,6 +168,7 @@ impl Sim {
             .log
             .append(&built)
             .map_err(|e| format!("{}: leader append: {e}", self.nodes[i].id))?;
+        self.disk_append(i, &built)?;
         Ok(true)
     }
 
@@ -167,6 +185,7 @@ impl Sim {
             ));
         }
         self.nodes[i].log.truncate(next_index, next_pos);
+        self.disk_truncate(i, next_index, next_pos)?;
         self.check_acked_from(next_index)?;
         Ok(true)
     }
@@ -174,6 +193,9 @@ impl Sim {
     /// Starts a sync that completes after a simulated fsync delay.
     fn start_sync(&mut self, i: usize, through: i64) {
         self.nodes[i].sync_outstanding = true;
+        if let Some(d) = &mut self.nodes[i].disk {
+            d.pending_sync = Some(d.store.prepare_sync());
+        }
         let delay = self.rng.range(50, 2_000);
         let epoch = self.nodes[i].epoch;
         self.schedule(

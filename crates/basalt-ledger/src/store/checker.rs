@@ -231,9 +231,9 @@ pub fn check_ledger_dir(dir: &Path) -> Result<LedgerCheckReport, LedgerStoreErro
         index_files: index.files.len(),
         first_index: -1,
         last_index: -1,
-        checkpoint: meta::load_checkpoint(dir)?,
+        checkpoint: meta::load_checkpoint(&basalt_disk::Disk::Real, dir)?,
         hard_state: if dir.join(meta::TERM_FILE).exists() {
-            Some(meta::load_hard_state(dir)?)
+            Some(meta::load_hard_state(&basalt_disk::Disk::Real, dir)?)
         } else {
             None
         },

@@ -15,6 +15,9 @@ pub enum LedgerStoreError {
         #[source]
         source: std::io::Error,
     },
+    /// A failed operation of the storage I/O layer (names the file).
+    #[error(transparent)]
+    Disk(#[from] basalt_disk::DiskError),
     #[error("corrupt ledger file {path:?} at offset {offset}: {reason}")]
     Corrupt {
         path: PathBuf,
@@ -31,11 +34,14 @@ impl LedgerStoreError {
     /// Whether the disk (or the quota) is full: nothing was written, and the same
     /// operation succeeds once space is freed. Not a reason to poison the store.
     pub fn is_no_space(&self) -> bool {
-        matches!(
-            self,
-            LedgerStoreError::Io { source, .. }
-                if matches!(source.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
-        )
+        match self {
+            LedgerStoreError::Io { source, .. } => basalt_disk::is_no_space(source),
+            LedgerStoreError::Disk(basalt_disk::DiskError::NoSpace { .. }) => true,
+            LedgerStoreError::Disk(basalt_disk::DiskError::Io { source, .. }) => {
+                basalt_disk::is_no_space(source)
+            }
+            _ => false,
+        }
     }
 }
 

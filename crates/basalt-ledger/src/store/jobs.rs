@@ -8,32 +8,23 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{LedgerCheckpoint, LedgerSegment, LedgerSegmentList, LedgerStoreError, meta, sync_dir};
+use basalt_disk::Disk;
+
+use super::{LedgerCheckpoint, LedgerSegment, LedgerSegmentList, LedgerStoreError, meta};
 
 /// Syncs prepared by the writer, run on a blocking thread. Owns the segments and
-/// directories to sync; a lowered checkpoint it carries is written before any of
-/// them, so the checkpoint never claims more than the log holds.
+/// directories to sync.
 #[derive(Default)]
 pub struct SyncJob {
-    pub(super) checkpoint: Option<(PathBuf, LedgerCheckpoint)>,
+    pub(super) disk: Disk,
     pub(super) ranges: Vec<(Arc<LedgerSegment>, usize, usize)>,
     pub(super) fsync: Vec<Arc<LedgerSegment>>,
     pub(super) dirs: Vec<PathBuf>,
 }
 
 impl SyncJob {
-    /// Performs the syncs (and, first, a checkpoint rewrite lowered by a
-    /// truncation).
+    /// Performs the syncs.
     pub fn run(&self) -> Result<(), LedgerStoreError> {
-        if let Some((dir, c)) = &self.checkpoint {
-            match meta::store_checkpoint(dir, *c) {
-                Ok(()) => {}
-                // What matters is that the checkpoint claims no more than the log
-                // holds: with no room for a new one, none at all claims nothing.
-                Err(e) if e.is_no_space() => meta::remove_checkpoint(dir)?,
-                Err(e) => return Err(e),
-            }
-        }
         for (f, off, len) in &self.ranges {
             f.sync_range(*off, *len)?;
         }
@@ -41,16 +32,13 @@ impl SyncJob {
             f.sync_all()?;
         }
         for d in &self.dirs {
-            sync_dir(d)?;
+            self.disk.sync_dir(d)?;
         }
         Ok(())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.checkpoint.is_none()
-            && self.ranges.is_empty()
-            && self.fsync.is_empty()
-            && self.dirs.is_empty()
+        self.ranges.is_empty() && self.fsync.is_empty() && self.dirs.is_empty()
     }
 }
 
@@ -66,7 +54,7 @@ pub struct CheckpointJob {
 impl CheckpointJob {
     pub fn run(&self) -> Result<(), LedgerStoreError> {
         self.sync.run()?;
-        meta::store_checkpoint(&self.dir, self.checkpoint)
+        meta::store_checkpoint(&self.sync.disk, &self.dir, self.checkpoint)
     }
 
     pub fn checkpoint(&self) -> LedgerCheckpoint {

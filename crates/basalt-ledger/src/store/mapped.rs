@@ -1,5 +1,7 @@
-//! The ledger's memory-mapped segments ([`LedgerSegment`]) and lists of them
-//! (DLedger's `MmapFile` / `MmapFileList`).
+//! The ledger's segments ([`LedgerSegment`]) and lists of them (DLedger's
+//! `MmapFile` / `MmapFileList`), on Basalt's storage I/O layer
+//! ([`basalt_disk`]): the real disk (mmap, `msync`, `fsync`, `fallocate`) or
+//! the simulated one.
 //!
 //! A [`LedgerSegmentList`] is a directory of equally sized files named by the global
 //! byte offset of their first byte (20 digits), contiguous: file `k + 1` starts
@@ -7,57 +9,47 @@
 //!
 //! # Concurrency
 //!
-//! One writer (the ledger runtime) writes through raw pointers; readers on other
-//! threads read through shared slices. This is sound because the ranges never
-//! overlap in time: readers only read what the writer published as immutable
-//! (committed entries, which are never rewritten or zeroed), and the writer only
-//! writes past the published end or zeroes ranges that were never published. A file
-//! that is deleted stays mapped until the last reader drops its `Arc`.
+//! One writer (the [`super::LedgerStore`], which owns the lists; they are not
+//! `Clone`) writes through the `unsafe` [`LedgerSegment::write`]; readers on
+//! other threads read through the `unsafe` [`LedgerSegment::slice`]. This is
+//! sound because the ranges never overlap in time: readers only read what the
+//! writer published as immutable (committed entries, which are never rewritten
+//! or zeroed), and the writer only writes past the published end or clears
+//! ranges that were never published. A file that is deleted stays mapped until
+//! the last reader drops its `Arc`.
 //!
 //! # Disk space
 //!
 //! Nothing is written through a mapping whose blocks are not allocated on disk:
 //! on a full disk the kernel would have no block for the page and the write would
-//! kill the process with SIGBUS. New files get their blocks when created
-//! (`fallocate`; a file that cannot get them is removed again and the creation
-//! fails with an error that [`LedgerStoreError::is_no_space`] recognises); files found
-//! on disk, and ranges punched by a cut, are reserved again by
+//! kill the process with SIGBUS. New files get their blocks when created (a file
+//! that cannot get them is removed again and the creation fails with an error
+//! that [`LedgerStoreError::is_no_space`] recognises); files found on disk, and
+//! ranges punched by a cut, are reserved again by
 //! [`LedgerSegment::ensure_reserved`] before the writer writes there.
 
-use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use memmap2::{MmapOptions, MmapRaw};
+use basalt_disk::{Disk, Segment, SegmentOptions};
 
-use super::error::{LedgerStoreError, io_err};
+use super::error::LedgerStoreError;
 
-/// One mapped data or index file of the ledger (a segment of the log). Owns the
-/// file and its mapping; bytes below what the writer has published are never
-/// rewritten. See the module documentation for the concurrency contract.
+/// One mapped data or index file of the ledger (a segment of the log). Owns its
+/// [`Segment`]; bytes below what the writer has published are never rewritten.
+/// See the module documentation for the concurrency contract.
 pub struct LedgerSegment {
-    path: PathBuf,
+    seg: Segment,
     start: i64,
-    size: i64,
-    file: File,
-    map: MmapRaw,
     /// Every block of the file is allocated on disk (module docs).
     reserved: AtomicBool,
 }
 
-// SAFETY: the raw mapping is owned by this value and lives as long as it; it
-// is shared between the writer and readers under the contract in the module
-// documentation (the single writer writes only above what it has published;
-// readers read only below it).
-unsafe impl Send for LedgerSegment {}
-// SAFETY: as for Send above.
-unsafe impl Sync for LedgerSegment {}
-
 impl std::fmt::Debug for LedgerSegment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LedgerSegment")
-            .field("path", &self.path)
+            .field("path", &self.seg.path())
             .field("start", &self.start)
             .finish()
     }
@@ -68,57 +60,40 @@ pub fn file_name(dir: &Path, start: i64) -> PathBuf {
     dir.join(format!("{start:020}"))
 }
 
+/// The ledger maps without a kept descriptor: range syncs are `msync`, the
+/// rare whole-file syncs, punches and reservations open the file for the call.
+const OPTIONS: SegmentOptions = SegmentOptions {
+    keep_fd: false,
+    random_access: false,
+};
+
 impl LedgerSegment {
     /// Opens (creating or extending to `size` if needed) and maps a file. A file it
     /// creates gets its blocks allocated first; on a full disk it is removed again
     /// and the error says so ([`LedgerStoreError::is_no_space`]).
-    pub fn open(dir: &Path, start: i64, size: i64) -> Result<LedgerSegment, LedgerStoreError> {
+    fn open(
+        disk: &Disk,
+        dir: &Path,
+        start: i64,
+        size: i64,
+    ) -> Result<LedgerSegment, LedgerStoreError> {
         let path = file_name(dir, start);
-        let mut options = OpenOptions::new();
-        options.read(true).write(true);
-        let (file, fresh) = match options.clone().create_new(true).open(&path) {
-            Ok(f) => (f, true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
-                options.open(&path).map_err(|e| io_err(&path, "open", e))?,
-                false,
-            ),
-            Err(e) => return Err(io_err(&path, "create", e)),
-        };
-        let sized = (|| {
-            let len = file.metadata().map_err(|e| io_err(&path, "stat", e))?.len();
-            if len > size as u64 {
-                return Err(LedgerStoreError::Corrupt {
-                    path: path.clone(),
-                    offset: size as u64,
-                    reason: format!("file is {len} bytes, larger than the configured {size}"),
-                });
-            }
-            if len != size as u64 {
-                // A file created but not yet extended when the process died, or a new file.
-                file.set_len(size as u64)
-                    .map_err(|e| io_err(&path, "set_len", e))?;
-            }
-            if fresh {
-                reserve(&file, &path, 0, size)?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = sized {
-            if fresh {
-                let _ = fs::remove_file(&path);
-            }
-            return Err(e);
+        let existing = disk.file_len(&path)?;
+        if let Some(len) = existing
+            && len > size as u64
+        {
+            return Err(LedgerStoreError::Corrupt {
+                path,
+                offset: size as u64,
+                reason: format!("file is {len} bytes, larger than the configured {size}"),
+            });
         }
-        let map = MmapOptions::new()
-            .len(size as usize)
-            .map_raw(&file)
-            .map_err(|e| io_err(&path, "mmap", e))?;
+        // A file found on disk is reserved lazily, before the writer writes there.
+        let reserve = if existing.is_none() { size as usize } else { 0 };
+        let (seg, fresh) = disk.create_segment(&path, size as usize, reserve, OPTIONS)?;
         Ok(LedgerSegment {
-            path,
+            seg,
             start,
-            size,
-            file,
-            map,
             reserved: AtomicBool::new(fresh),
         })
     }
@@ -130,17 +105,17 @@ impl LedgerSegment {
 
     /// Allocates the file's blocks if that is not known to be done (a file found on
     /// disk, or one a cut punched holes into). Writer only, before it writes.
-    pub fn ensure_reserved(&self) -> Result<(), LedgerStoreError> {
+    pub(crate) fn ensure_reserved(&self) -> Result<(), LedgerStoreError> {
         if self.is_reserved() {
             return Ok(());
         }
-        reserve(&self.file, &self.path, 0, self.size)?;
+        self.seg.reserve(0, self.seg.len(), false)?;
         self.reserved.store(true, Ordering::Release);
         Ok(())
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.seg.path()
     }
 
     /// Global offset of the first byte.
@@ -150,11 +125,11 @@ impl LedgerSegment {
 
     /// Global offset just past the last byte.
     pub fn end(&self) -> i64 {
-        self.start + self.size
+        self.start + self.size()
     }
 
     pub fn size(&self) -> i64 {
-        self.size
+        self.seg.len() as i64
     }
 
     /// Bytes `[off, off + len)` of the file.
@@ -163,163 +138,74 @@ impl LedgerSegment {
     /// No one may write the range while the returned slice lives (module docs).
     pub unsafe fn slice(&self, off: usize, len: usize) -> &[u8] {
         assert!(
-            off + len <= self.size as usize,
+            off + len <= self.seg.len(),
             "slice past the end of {:?}",
-            self.path
+            self.path()
         );
         // SAFETY: in bounds (checked above) and, by the caller's contract, not
         // written concurrently.
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), len) }
+        unsafe { self.seg.slice(off, len) }
     }
 
-    /// Copies `bytes` to `off`. Only the single writer calls this, on ranges no
-    /// reader holds (module docs).
-    pub fn write(&self, off: usize, bytes: &[u8]) {
+    /// Copies `bytes` to `off`.
+    ///
+    /// # Safety
+    /// Only the single writer calls this, on a range no reader reads (nothing
+    /// published) and into reserved blocks (module docs).
+    pub(crate) unsafe fn write(&self, off: usize, bytes: &[u8]) {
         debug_assert!(
             self.is_reserved(),
             "write into {:?} before its blocks were reserved",
-            self.path
+            self.path()
         );
         assert!(
-            off + bytes.len() <= self.size as usize,
+            off + bytes.len() <= self.seg.len(),
             "write past the end of {:?}",
-            self.path
+            self.path()
         );
-        // SAFETY: in bounds; the writer owns the range exclusively (module docs).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.map.as_mut_ptr().add(off),
-                bytes.len(),
-            );
-        }
-    }
-
-    /// Zeroes `[off, off + len)` (writer only, unpublished range).
-    pub fn zero(&self, off: usize, len: usize) {
-        assert!(
-            off + len <= self.size as usize,
-            "zero past the end of {:?}",
-            self.path
-        );
-        // SAFETY: as for `write`.
-        unsafe { std::ptr::write_bytes(self.map.as_mut_ptr().add(off), 0, len) }
+        // SAFETY: in bounds; the writer owns the range exclusively (contract).
+        unsafe { self.seg.write_at(off, bytes) }
     }
 
     /// Makes `[off, end of file)` read as zeros without writing every page: the
     /// range is deallocated (punched) where the file system allows it, zeroed
-    /// otherwise. Writer only, unpublished range. Durable after [`Self::sync_all`].
-    pub fn clear_from(&self, off: usize) -> Result<(), LedgerStoreError> {
-        let len = self.size as usize - off.min(self.size as usize);
-        if len == 0 {
+    /// otherwise. Durable after [`Self::sync_all`].
+    ///
+    /// # Safety
+    /// As for [`Self::write`]: writer only, on an unpublished range.
+    pub(crate) unsafe fn clear_from(&self, off: usize) -> Result<(), LedgerStoreError> {
+        let off = off.min(self.seg.len());
+        if off == self.seg.len() {
             return Ok(());
         }
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain syscall on an open descriptor; the kernel also drops the
-        // punched pages from every mapping.
-        let r = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off as libc::off_t,
-                len as libc::off_t,
-            )
-        };
-        if r == 0 {
+        // SAFETY: the caller's contract covers `[off, end)`.
+        if unsafe { self.seg.punch_hole(off) }? {
             // The punched range has no blocks any more: reserve again before the
             // writer writes there.
             self.reserved.store(false, Ordering::Release);
             return Ok(());
         }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => {
-                self.ensure_reserved()?;
-                self.zero(off, len);
-                Ok(())
-            }
-            _ => Err(io_err(&self.path, "punch hole", e)),
-        }
+        self.ensure_reserved()?;
+        // SAFETY: as above.
+        unsafe { self.seg.zero(off, self.seg.len() - off) };
+        Ok(())
     }
 
-    /// Faults `[off, off + len)` in as writable without changing its bytes
-    /// (`MADV_POPULATE_WRITE`), so appends there do not stall on page faults and
-    /// block allocation. Safe to run beside the writer. Returns false where the
-    /// kernel does not support it.
+    /// Faults `[off, off + len)` in as writable without changing its bytes, so
+    /// appends there do not stall on page faults and block allocation. Safe to
+    /// run beside the writer. Returns false where the kernel does not support it.
     pub fn prefault(&self, off: usize, len: usize) -> bool {
-        let page = 4096;
-        let start = off / page * page;
-        let end = (off + len).min(self.size as usize);
-        if end <= start {
-            return true;
-        }
-        // SAFETY: an advice on a range of our own mapping; it does not change
-        // the contents.
-        let r = unsafe {
-            libc::madvise(
-                self.map.as_mut_ptr().add(start) as *mut libc::c_void,
-                end - start,
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
-        r == 0
+        self.seg.populate_write_range(off, len)
     }
 
     /// Makes `[off, off + len)` durable (msync).
     pub fn sync_range(&self, off: usize, len: usize) -> Result<(), LedgerStoreError> {
-        if len == 0 {
-            return Ok(());
-        }
-        self.map
-            .flush_range(off, len)
-            .map_err(|e| io_err(&self.path, "msync", e))
+        Ok(self.seg.sync_range(off, off + len)?)
     }
 
-    /// Makes the whole file and its length durable.
+    /// Makes the whole file and its length durable (msync, then fsync).
     pub fn sync_all(&self) -> Result<(), LedgerStoreError> {
-        self.map
-            .flush()
-            .map_err(|e| io_err(&self.path, "msync", e))?;
-        self.file
-            .sync_all()
-            .map_err(|e| io_err(&self.path, "fsync", e))
-    }
-}
-
-/// Allocates the blocks of `[off, off + len)` of `file` (`fallocate`), keeping
-/// whatever they hold. Where the file system cannot, the range is written with
-/// zeros instead — only for a new file (`off == 0` of a file the caller created),
-/// since zeros would overwrite data.
-fn reserve(file: &File, path: &Path, off: i64, len: i64) -> Result<(), LedgerStoreError> {
-    use std::os::fd::AsRawFd;
-    if super::faults::disk_full(path) {
-        return Err(io_err(
-            path,
-            "fallocate",
-            std::io::Error::from_raw_os_error(libc::ENOSPC),
-        ));
-    }
-    // SAFETY: plain syscall on an open descriptor.
-    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, off as libc::off_t, len as libc::off_t) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
-            use std::os::unix::fs::FileExt;
-            let zeros = vec![0u8; 1 << 20];
-            let mut at = off as u64;
-            let end = (off + len) as u64;
-            while at < end {
-                let n = ((end - at) as usize).min(zeros.len());
-                file.write_all_at(&zeros[..n], at)
-                    .map_err(|e| io_err(path, "write zeros", e))?;
-                at += n as u64;
-            }
-            Ok(())
-        }
-        _ => Err(io_err(path, "fallocate", e)),
+        Ok(self.seg.sync_file()?)
     }
 }
 
@@ -338,33 +224,40 @@ impl AsRef<[u8]> for SegmentSlice {
     }
 }
 
-/// Contiguous equally sized [`LedgerSegment`]s in one directory. Owns the
-/// segments; keeps them gap-free, each named by its start offset.
-#[derive(Debug, Clone)]
+/// Contiguous equally sized [`LedgerSegment`]s in one directory of one disk.
+/// Owns the segments; keeps them gap-free, each named by its start offset. Not
+/// `Clone`: the one list of a directory belongs to its single writer.
+#[derive(Debug)]
 pub struct LedgerSegmentList {
+    disk: Disk,
     dir: PathBuf,
     file_size: i64,
     files: Vec<Arc<LedgerSegment>>,
+    /// Files found after a gap at load, not part of the list.
+    strays: Vec<PathBuf>,
 }
 
 impl LedgerSegmentList {
-    /// Loads every file of `dir` (created if missing); checks names, sizes and
-    /// contiguity.
-    pub fn load(dir: &Path, file_size: i64) -> Result<LedgerSegmentList, LedgerStoreError> {
-        fs::create_dir_all(dir).map_err(|e| io_err(dir, "create_dir_all", e))?;
+    /// Loads the files of `dir` (created if missing; durable with the store's
+    /// directory sync at recovery): checks names and sizes, and keeps the
+    /// contiguous run from the first file; files after a gap are
+    /// [`LedgerSegmentList::strays`].
+    pub fn load(
+        disk: &Disk,
+        dir: &Path,
+        file_size: i64,
+    ) -> Result<LedgerSegmentList, LedgerStoreError> {
+        disk.create_dir_all(dir)?;
         let mut starts = Vec::new();
-        for entry in fs::read_dir(dir).map_err(|e| io_err(dir, "read_dir", e))? {
-            let entry = entry.map_err(|e| io_err(dir, "read_dir", e))?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.ends_with(".tmp") {
+        for entry in disk.list_dir(dir)? {
+            if entry.name.ends_with(".tmp") {
                 continue;
             }
-            let start: i64 = match (name.len(), name.parse()) {
-                (20, Ok(s)) => s,
+            let start: i64 = match (entry.name.len(), entry.name.parse()) {
+                (20, Ok(s)) if !entry.is_dir => s,
                 _ => {
                     return Err(LedgerStoreError::Corrupt {
-                        path: entry.path(),
+                        path: entry.path,
                         offset: 0,
                         reason: "unexpected file name (want a 20-digit offset)".into(),
                     });
@@ -372,7 +265,7 @@ impl LedgerSegmentList {
             };
             if start % file_size != 0 {
                 return Err(LedgerStoreError::Corrupt {
-                    path: entry.path(),
+                    path: entry.path,
                     offset: 0,
                     reason: format!(
                         "offset {start} is not a multiple of the file size {file_size}"
@@ -382,28 +275,52 @@ impl LedgerSegmentList {
             starts.push(start);
         }
         starts.sort_unstable();
-        for w in starts.windows(2) {
-            if w[1] != w[0] + file_size {
-                return Err(LedgerStoreError::Corrupt {
-                    path: file_name(dir, w[1]),
-                    offset: 0,
-                    reason: format!("gap: previous file starts at {}", w[0]),
-                });
-            }
-        }
-        let mut files = Vec::with_capacity(starts.len());
-        for s in starts {
-            files.push(Arc::new(LedgerSegment::open(dir, s, file_size)?));
+        // Files after a gap are names a power loss kept out of order (a
+        // creation or removal that was not synced): left for recovery to judge.
+        let contiguous = starts
+            .windows(2)
+            .position(|w| w[1] != w[0] + file_size)
+            .map_or(starts.len(), |k| k + 1);
+        let strays = starts[contiguous..]
+            .iter()
+            .map(|s| file_name(dir, *s))
+            .collect();
+        let mut files = Vec::with_capacity(contiguous);
+        for s in &starts[..contiguous] {
+            files.push(Arc::new(LedgerSegment::open(disk, dir, *s, file_size)?));
         }
         Ok(LedgerSegmentList {
+            disk: disk.clone(),
             dir: dir.to_path_buf(),
             file_size,
             files,
+            strays,
         })
+    }
+
+    /// Files found after a gap at load (see [`LedgerSegmentList::load`]).
+    pub fn strays(&self) -> &[PathBuf] {
+        &self.strays
+    }
+
+    /// Deletes the files found after a gap that are still not part of the
+    /// list. Recovery calls it once it has judged the log.
+    pub(crate) fn remove_strays(&mut self) -> Result<(), LedgerStoreError> {
+        for path in std::mem::take(&mut self.strays) {
+            if !self.files.iter().any(|f| f.path() == path) {
+                self.disk.remove_file(&path)?;
+            }
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The disk the files are on.
+    pub fn disk(&self) -> &Disk {
+        &self.disk
     }
 
     pub fn file_size(&self) -> i64 {
@@ -428,24 +345,28 @@ impl LedgerSegmentList {
         self.files.get(k)
     }
 
+    fn open_file(&self, start: i64) -> Result<Arc<LedgerSegment>, LedgerStoreError> {
+        Ok(Arc::new(LedgerSegment::open(
+            &self.disk,
+            &self.dir,
+            start,
+            self.file_size,
+        )?))
+    }
+
     /// The file holding `pos`, creating files up to it. Returns whether files were
     /// created (the directory then needs a sync).
     pub fn ensure(&mut self, pos: i64) -> Result<(Arc<LedgerSegment>, bool), LedgerStoreError> {
         let mut created = false;
         if self.files.is_empty() {
-            let start = pos - pos % self.file_size;
-            self.files.push(Arc::new(LedgerSegment::open(
-                &self.dir,
-                start,
-                self.file_size,
-            )?));
+            let file = self.open_file(pos - pos % self.file_size)?;
+            self.files.push(file);
             created = true;
         }
         loop {
             if let Some(f) = self.find(pos) {
                 return Ok((f.clone(), created));
             }
-            let next = self.files.last().map(|f| f.end()).unwrap_or(0);
             if pos < self.files[0].start() {
                 return Err(LedgerStoreError::Corrupt {
                     path: self.dir.clone(),
@@ -453,11 +374,9 @@ impl LedgerSegmentList {
                     reason: format!("position {pos} is before the first file"),
                 });
             }
-            self.files.push(Arc::new(LedgerSegment::open(
-                &self.dir,
-                next,
-                self.file_size,
-            )?));
+            let next = self.files.last().map(|f| f.end()).unwrap_or(0);
+            let file = self.open_file(next)?;
+            self.files.push(file);
             created = true;
         }
     }
@@ -476,7 +395,11 @@ impl LedgerSegmentList {
     /// Clears everything from `pos` to the end of its file (see
     /// [`LedgerSegment::clear_from`]) and deletes the files that start at or after
     /// `pos`. Returns whether files were deleted.
-    pub fn cut(&mut self, pos: i64) -> Result<bool, LedgerStoreError> {
+    ///
+    /// # Safety
+    /// Nothing from `pos` on is published to readers (the writer cuts only
+    /// uncommitted entries, or before readers exist).
+    pub(crate) unsafe fn cut(&mut self, pos: i64) -> Result<bool, LedgerStoreError> {
         let mut deleted = false;
         while let Some(last) = self.files.last() {
             if last.start() < pos {
@@ -484,32 +407,36 @@ impl LedgerSegmentList {
             }
             let path = last.path().to_path_buf();
             self.files.pop();
-            fs::remove_file(&path).map_err(|e| io_err(&path, "remove", e))?;
+            self.disk.remove_file(&path)?;
             deleted = true;
         }
         if let Some(f) = self.find(pos).cloned() {
-            f.clear_from((pos - f.start()) as usize)?;
+            // SAFETY: `[pos, end)` is unpublished, per the caller's contract.
+            unsafe { f.clear_from((pos - f.start()) as usize) }?;
         }
         Ok(deleted)
     }
 
     /// Deletes every file.
-    pub fn clear(&mut self) -> Result<(), LedgerStoreError> {
+    pub(crate) fn clear(&mut self) -> Result<(), LedgerStoreError> {
         for f in self.files.drain(..) {
-            let path = f.path().to_path_buf();
-            fs::remove_file(&path).map_err(|e| io_err(&path, "remove", e))?;
+            self.disk.remove_file(f.path())?;
         }
         Ok(())
     }
 
     /// Deletes the first file.
-    pub fn remove_first(&mut self) -> Result<(), LedgerStoreError> {
+    pub(crate) fn remove_first(&mut self) -> Result<(), LedgerStoreError> {
         if !self.files.is_empty() {
             let f = self.files.remove(0);
-            let path = f.path().to_path_buf();
-            fs::remove_file(&path).map_err(|e| io_err(&path, "remove", e))?;
+            self.disk.remove_file(f.path())?;
         }
         Ok(())
+    }
+
+    /// fsyncs the list's directory (after creating or deleting files in it).
+    pub fn sync_dir(&self) -> Result<(), LedgerStoreError> {
+        Ok(self.disk.sync_dir(&self.dir)?)
     }
 
     /// The files overlapping `[from, to)` with the overlapping byte ranges.
@@ -524,11 +451,4 @@ impl LedgerSegmentList {
         }
         out
     }
-}
-
-/// fsyncs a directory (after creating, renaming or deleting files in it).
-pub fn sync_dir(dir: &Path) -> Result<(), LedgerStoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io_err(dir, "fsync dir", e))
 }

@@ -27,13 +27,19 @@
 //! * `checker` — [`check_ledger_dir`], the offline check for operators, and
 //!   [`scan_bytes`] for fuzzing the scanner;
 //! * `view` — [`LedgerFilesView`], read-only entry lookups for offline tools;
-//! * [`mapped`], [`meta`], [`error`], [`faults`] — segments, metadata files,
-//!   errors and the test-only full disk.
+//! * [`mapped`], [`meta`], [`error`] — segments and their lists, metadata
+//!   files, errors.
+//!
+//! Every file goes through [`basalt_disk::Disk`]: [`LedgerStore::open`] uses the
+//! real disk, [`LedgerStore::open_on`] any (the simulator's). Real-disk faults
+//! for process-level tests (full disk, failing fsyncs) are [`faults`], the I/O
+//! layer's.
 
 pub mod error;
-pub mod faults;
 pub mod mapped;
 pub mod meta;
+
+pub use basalt_disk::faults;
 
 mod checker;
 mod jobs;
@@ -55,7 +61,7 @@ use crate::entry::{Entry, EntryHeader, HEADER_SIZE, INDEX_UNIT_SIZE, IndexUnit};
 pub use checker::{BadSpot, LedgerCheckReport, check_ledger_dir, scan_bytes};
 pub use error::LedgerStoreError;
 pub use jobs::{CheckpointJob, PrefaultJob, SyncJob};
-pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice, sync_dir};
+pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice};
 pub use meta::LedgerCheckpoint;
 pub use reader::{LedgerDataFile, LedgerEntry, LedgerReader, ReadError};
 pub use recovery::Recovered;
@@ -109,6 +115,7 @@ fn find(files: &[Arc<LedgerSegment>], file_size: i64, pos: i64) -> Option<&Arc<L
 /// never lets the checkpoint claim more than the log holds.
 pub struct LedgerStore {
     opts: StoreOptions,
+    disk: basalt_disk::Disk,
     data: LedgerSegmentList,
     index: LedgerSegmentList,
     shared: Arc<Shared>,
@@ -118,11 +125,6 @@ pub struct LedgerStore {
     end_pos: i64,
     data_dirty: Dirty,
     index_dirty: Dirty,
-    /// `endIndex` of the last checkpoint written (or loaded).
-    checkpoint_end: i64,
-    committed_for_checkpoint: i64,
-    /// A truncation went below the checkpoint: the next sync lowers it first.
-    lower_checkpoint: Option<LedgerCheckpoint>,
     /// The last entries written, with their bodies as given (shared, not copied):
     /// pushes to followers read them from here. Contiguous, ending at `end_index`.
     tail: std::collections::VecDeque<Entry>,
@@ -167,7 +169,7 @@ impl DataSource for ListSource<'_> {
 /// The index unit of entry `i`, if there is a valid one.
 fn read_unit(index: &LedgerSegmentList, i: i64) -> Option<IndexUnit> {
     index
-        .read(i * UNIT, INDEX_UNIT_SIZE)
+        .read(i.checked_mul(UNIT)?, INDEX_UNIT_SIZE)
         .and_then(|b| IndexUnit::decode(&b))
 }
 

@@ -19,12 +19,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64};
 
+use basalt_disk::Disk;
 use parking_lot::RwLock;
 
 use super::scan::{Stop, scan};
 use super::{
     Dirty, HEADER_SIZE, LedgerCheckpoint, LedgerSegmentList, LedgerStore, LedgerStoreError,
-    ListSource, Shared, StoreOptions, UNIT, error, first_entry, meta, read_unit, sync_dir,
+    ListSource, Shared, StoreOptions, UNIT, first_entry, meta, read_unit,
 };
 use crate::core::HardState;
 use crate::entry::{EntryHeader, IndexUnit};
@@ -76,28 +77,42 @@ struct ScanOutcome {
 }
 
 impl LedgerStore {
-    /// Opens (creating if needed) and recovers a ledger directory, then makes
-    /// everything it kept durable.
+    /// Opens (creating if needed) and recovers a ledger directory on the real
+    /// disk, then makes everything it kept durable.
     pub fn open(opts: StoreOptions) -> Result<(LedgerStore, Recovered), LedgerStoreError> {
+        LedgerStore::open_on(Disk::Real, opts)
+    }
+
+    /// [`LedgerStore::open`] on `disk` (the simulated disk in the simulator).
+    pub fn open_on(
+        disk: Disk,
+        opts: StoreOptions,
+    ) -> Result<(LedgerStore, Recovered), LedgerStoreError> {
         check_options(&opts)?;
-        std::fs::create_dir_all(&opts.dir)
-            .map_err(|e| error::io_err(&opts.dir, "create_dir_all", e))?;
-        let mut data = LedgerSegmentList::load(&opts.dir.join("data"), opts.data_file_size)?;
-        let mut index = LedgerSegmentList::load(&opts.dir.join("index"), opts.index_file_size)?;
-        let hard_state = meta::load_hard_state(&opts.dir)?;
-        let checkpoint = meta::load_checkpoint(&opts.dir)?;
+        disk.create_dir_all_durable(&opts.dir)?;
+        let mut data = LedgerSegmentList::load(&disk, &opts.dir.join("data"), opts.data_file_size)?;
+        let mut index =
+            LedgerSegmentList::load(&disk, &opts.dir.join("index"), opts.index_file_size)?;
+        let hard_state = meta::load_hard_state(&disk, &opts.dir)?;
+        let checkpoint = meta::load_checkpoint(&disk, &opts.dir)?;
         let ck_end = checkpoint.map(|c| c.end_index).unwrap_or(-1);
 
         let outcome = scan_log(&data, &mut index, ck_end, opts.data_file_size)?;
         let bounds = outcome.bounds;
+        for stray in data.strays().iter().chain(index.strays()) {
+            tracing::warn!(file = %stray.display(), "removing a ledger file found after a gap (an unsynced creation or removal)");
+        }
+        data.remove_strays()?;
+        index.remove_strays()?;
         cut_after(&mut data, &mut index, &bounds)?;
-        make_durable(&data, &index, &opts)?;
+        make_durable(&data, &index)?;
+        disk.sync_dir(&opts.dir)?;
 
         let committed_index = checkpoint
             .map(|c| c.committed_index)
             .unwrap_or(-1)
             .min(bounds.end_index);
-        let mut store = LedgerStore::recovered(opts, data, index, bounds, ck_end, committed_index);
+        let mut store = LedgerStore::recovered(opts, disk, data, index, bounds);
         store.set_committed(committed_index);
         Ok((
             store,
@@ -114,11 +129,10 @@ impl LedgerStore {
     /// The writer over what recovery kept; nothing committed yet.
     fn recovered(
         opts: StoreOptions,
+        disk: Disk,
         data: LedgerSegmentList,
         index: LedgerSegmentList,
         b: LogBounds,
-        ck_end: i64,
-        committed_index: i64,
     ) -> LedgerStore {
         let shared = Arc::new(Shared {
             data: RwLock::new(data.files().to_vec().into()),
@@ -133,6 +147,7 @@ impl LedgerStore {
         });
         LedgerStore {
             opts,
+            disk,
             data,
             index,
             shared,
@@ -142,9 +157,6 @@ impl LedgerStore {
             end_pos: b.end_pos,
             data_dirty: Dirty::default(),
             index_dirty: Dirty::default(),
-            checkpoint_end: ck_end.min(b.end_index),
-            committed_for_checkpoint: committed_index,
-            lower_checkpoint: None,
             tail: std::collections::VecDeque::new(),
             tail_bytes: 0,
             prefaulted_until: b.end_pos,
@@ -215,28 +227,53 @@ fn scan_entries(
     let first_start = data.files()[0].start();
     let start_pos = scan_start(data, index, first.index, ck_end, data_file_size);
     let src = ListSource(data);
+    // The checkpoint's entry, where its (synced) index unit puts it: the scan
+    // must pass it, or the log is damaged inside the durable region (a bad
+    // header before it makes every later index look like a torn tail).
+    let ck_unit = (ck_end >= 0)
+        .then(|| read_unit(index, ck_end))
+        .flatten()
+        .filter(|u| u.pos >= start_pos);
+    let mut ck_seen = false;
     let mut fixes: Vec<IndexUnit> = Vec::new();
     let s = scan(&src, start_pos, None, -1, |h, _| {
         let want = IndexUnit::of(h);
+        ck_seen |= ck_unit == Some(want);
         if read_unit(index, h.index) != Some(want) {
             fixes.push(want);
         }
         true
     });
-    let index_units_fixed = repair_index_units(index, &fixes)?;
+    // Judge before changing anything: a refused log is left as it was.
     let mut cut = None;
     if let Stop::Damage { pos, reason } = &s.stop {
         check_torn_tail(data, s.last, first.index, ck_end, *pos, reason)?;
         tracing::warn!(pos, reason = %reason, "cutting the torn tail of the ledger");
         cut = Some((*pos, reason.clone()));
     }
+    if let Some(u) = ck_unit
+        && !ck_seen
+    {
+        return Err(corrupt_at(
+            data,
+            u.pos,
+            format!(
+                "the checkpoint's durable entry {ck_end} is not at {} where its index unit puts it",
+                u.pos
+            ),
+        ));
+    }
+    let index_units_fixed = repair_index_units(index, &fixes)?;
     let bounds = match s.last {
         Some(l) => LogBounds {
             begin_index: first.index,
             begin_pos: first.pos,
             end_index: l.index,
             end_term: l.term,
-            end_pos: s.end_pos,
+            // Right after the last entry: a blank after it closed its file for
+            // an entry that did not survive, and the leader places the next
+            // entry after the last one, not after that blank.
+            end_pos: l.end_pos(),
         },
         None if start_pos == first_start => LogBounds::empty(s.end_pos),
         None => {
@@ -287,7 +324,8 @@ fn repair_index_units(
     for u in fixes {
         let (f, _) = index.ensure(u.index * UNIT)?;
         f.ensure_reserved()?;
-        f.write((u.index * UNIT - f.start()) as usize, &u.encode());
+        // SAFETY: recovery runs before the store (and any reader) exists.
+        unsafe { f.write((u.index * UNIT - f.start()) as usize, &u.encode()) };
     }
     Ok(fixes.len() as u64)
 }
@@ -323,9 +361,11 @@ fn cut_after(
     index: &mut LedgerSegmentList,
     b: &LogBounds,
 ) -> Result<(), LedgerStoreError> {
-    data.cut(b.end_pos)?;
+    // SAFETY: recovery runs before the store (and any reader) exists.
+    unsafe { data.cut(b.end_pos) }?;
     if b.end_index >= 0 {
-        index.cut((b.end_index + 1) * UNIT)?;
+        // SAFETY: as above.
+        unsafe { index.cut((b.end_index + 1) * UNIT) }?;
     } else {
         index.clear()?;
     }
@@ -337,14 +377,12 @@ fn cut_after(
 fn make_durable(
     data: &LedgerSegmentList,
     index: &LedgerSegmentList,
-    opts: &StoreOptions,
 ) -> Result<(), LedgerStoreError> {
     for f in data.files().iter().chain(index.files()) {
         f.sync_all()?;
     }
-    sync_dir(data.dir())?;
-    sync_dir(index.dir())?;
-    sync_dir(&opts.dir)
+    data.sync_dir()?;
+    index.sync_dir()
 }
 
 /// A corruption error naming the file holding `pos` (or the directory).

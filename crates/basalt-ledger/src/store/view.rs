@@ -48,7 +48,7 @@ impl LedgerFilesView {
         let data = ReadOnlyFiles::load(&dir.join("data"))?;
         let begin_pos = data.first_start().unwrap_or(0);
         let end_pos = scan(&data, begin_pos, None, -1, |_, _| true).end_pos;
-        let checkpoint_committed = meta::load_checkpoint(dir)?
+        let checkpoint_committed = meta::load_checkpoint(&basalt_disk::Disk::Real, dir)?
             .map(|c| c.committed_index)
             .unwrap_or(-1);
         Ok(LedgerFilesView {

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::{
     CheckpointJob, Dirty, LedgerCheckpoint, LedgerReader, LedgerStore, LedgerStoreError,
     PREFAULT_AHEAD, PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, first_entry,
-    read_unit, sync_dir,
+    read_unit,
 };
 use crate::core::LogRead;
 use crate::entry::{BLANK_MAGIC, Entry, EntryHeader, HEADER_SIZE, IndexUnit, place};
@@ -135,22 +135,31 @@ impl LedgerStore {
             let (f, created) = self.data.ensure(self.end_pos)?;
             files_changed |= created;
             let off = (self.end_pos - f.start()) as usize;
-            f.write(off, &blank((f.end() - self.end_pos) as i32));
+            // SAFETY: the single writer (`&mut self`) writes at its log end,
+            // past everything published to readers, into reserved blocks
+            // (`ensure_room` ran for the batch).
+            unsafe { f.write(off, &blank((f.end() - self.end_pos) as i32)) };
             self.data_dirty.mark(self.end_pos, self.end_pos + 8);
         }
         let (f, created) = self.data.ensure(pos)?;
         files_changed |= created;
         self.data_dirty.dir |= created;
         let off = (pos - f.start()) as usize;
-        f.write(off, &h.encode());
-        f.write(off + HEADER_SIZE, body);
+        debug_assert!(pos >= self.shared.committed_pos.load(Ordering::Acquire));
+        // SAFETY: as above: `pos` is at or past the log end, unpublished.
+        unsafe {
+            f.write(off, &h.encode());
+            f.write(off + HEADER_SIZE, body);
+        }
         self.data_dirty.mark(pos, pos + size);
 
         let unit_pos = h.index * UNIT;
         let (uf, created) = self.index.ensure(unit_pos)?;
         files_changed |= created;
         self.index_dirty.dir |= created;
-        uf.write((unit_pos - uf.start()) as usize, &IndexUnit::of(h).encode());
+        // SAFETY: the unit of an entry past the log end: unpublished, and
+        // written by the single writer only.
+        unsafe { uf.write((unit_pos - uf.start()) as usize, &IndexUnit::of(h).encode()) };
         self.index_dirty.mark(unit_pos, unit_pos + UNIT);
 
         if self.end_index < 0 {
@@ -227,14 +236,6 @@ impl LedgerStore {
         } else {
             self.start_over_at(next_pos)?;
         }
-        if prev < self.checkpoint_end {
-            // The checkpoint must never claim more than the log holds.
-            self.checkpoint_end = prev.max(-1);
-            self.lower_checkpoint = Some(LedgerCheckpoint {
-                end_index: self.checkpoint_end,
-                committed_index: self.committed_for_checkpoint,
-            });
-        }
         self.publish_files();
         Ok(())
     }
@@ -245,11 +246,15 @@ impl LedgerStore {
         if let Some(f) = self.data.find(next_pos).cloned() {
             self.data_dirty.fsync.push(f);
         }
-        self.data_dirty.dir |= self.data.cut(next_pos)?;
+        // SAFETY: only uncommitted entries are truncated (asserted by the
+        // caller), so nothing from `next_pos` or unit `next_index` on is
+        // published to readers.
+        self.data_dirty.dir |= unsafe { self.data.cut(next_pos) }?;
         if let Some(f) = self.index.find(next_index * UNIT).cloned() {
             self.index_dirty.fsync.push(f);
         }
-        self.index_dirty.dir |= self.index.cut(next_index * UNIT)?;
+        // SAFETY: as above.
+        self.index_dirty.dir |= unsafe { self.index.cut(next_index * UNIT) }?;
         self.end_index = prev;
         self.end_term = read_unit(&self.index, prev).map(|u| u.term).unwrap_or(-1);
         self.end_pos = next_pos;
@@ -273,7 +278,9 @@ impl LedgerStore {
         };
         let (f, _) = self.data.ensure(next_pos)?;
         if next_pos > f.start() {
-            f.write(0, &blank((next_pos - f.start()) as i32));
+            f.ensure_reserved()?;
+            // SAFETY: a fresh file of an empty log: nothing in it is published.
+            unsafe { f.write(0, &blank((next_pos - f.start()) as i32)) };
             self.data_dirty.mark(f.start(), f.start() + 8);
         }
         self.begin_index = -1;
@@ -338,10 +345,7 @@ impl LedgerStore {
     /// Index units are synced by checkpoints (recovery rebuilds newer ones).
     pub fn prepare_sync(&mut self) -> SyncJob {
         let mut job = SyncJob {
-            checkpoint: self
-                .lower_checkpoint
-                .take()
-                .map(|c| (self.opts.dir.clone(), c)),
+            disk: self.disk.clone(),
             ..SyncJob::default()
         };
         self.data_dirty.take(&self.data, &mut job);
@@ -354,18 +358,23 @@ impl LedgerStore {
         job
     }
 
-    /// A checkpoint claiming `durable_index` (entries durable as reported by
-    /// completed syncs) and `committed_index`; syncs the index units first.
+    /// A checkpoint claiming the entries up to `min(durable_index,
+    /// committed_index)` (durable as reported by completed syncs, and
+    /// committed) and `committed_index`; syncs the index units first.
     pub fn prepare_checkpoint(
         &mut self,
         durable_index: i64,
         committed_index: i64,
     ) -> CheckpointJob {
-        let mut sync = SyncJob::default();
+        let mut sync = SyncJob {
+            disk: self.disk.clone(),
+            ..SyncJob::default()
+        };
         self.index_dirty.take(&self.index, &mut sync);
-        let end = durable_index.min(self.end_index);
-        self.checkpoint_end = end;
-        self.committed_for_checkpoint = committed_index;
+        // Only committed entries are claimed: no truncation ever removes one,
+        // so the checkpoint never claims what a cut (whose pages and names
+        // may reach the disk in any order) takes away.
+        let end = durable_index.min(committed_index).min(self.end_index);
         CheckpointJob {
             sync,
             dir: self.opts.dir.clone(),
@@ -414,8 +423,8 @@ impl LedgerStore {
             .store(first.index, Ordering::Release);
         self.shared.begin_pos.store(first.pos, Ordering::Release);
         self.publish_files();
-        sync_dir(self.data.dir())?;
-        sync_dir(self.index.dir())?;
+        self.data.sync_dir()?;
+        self.index.sync_dir()?;
         Ok(first.index)
     }
 }

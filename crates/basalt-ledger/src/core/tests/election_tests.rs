@@ -206,3 +206,53 @@ fn leader_without_quorum_steps_down() {
     assert!(c.leader_id().is_none());
     let _ = cmds;
 }
+
+/// Regression (ledger power-loss simulator, seed 1): a member whose store
+/// had failed a sync still granted votes.
+#[test]
+fn a_poisoned_member_grants_no_vote() {
+    let mut log = MemLog::new(FILE);
+    let mut c = core(3, 1, 1, &log);
+    let _ = step(
+        &mut c,
+        &mut log,
+        5,
+        Event::StorageFailed {
+            reason: "fsync: EIO".into(),
+        },
+    );
+    for (t, pre_vote) in [(6, true), (7, false)] {
+        let req = msg(
+            0,
+            1,
+            Rpc::Request {
+                id: t,
+                body: Request::Vote(VoteRequest {
+                    term: 2,
+                    candidate: id(0),
+                    ledger_end_term: -1,
+                    ledger_end_index: -1,
+                    pre_vote,
+                }),
+            },
+        );
+        let cmds = step(&mut c, &mut log, t, req);
+        let cmds = persisted(&mut c, &mut log, t, &cmds);
+        let granted = sends(&cmds).iter().any(|e| {
+            matches!(
+                &e.rpc,
+                Rpc::Response {
+                    body: Response::Vote(VoteResponse {
+                        result: VoteResult::Accept,
+                        ..
+                    }),
+                    ..
+                }
+            )
+        });
+        assert!(
+            !granted,
+            "a poisoned member granted a vote (pre-vote: {pre_vote})"
+        );
+    }
+}

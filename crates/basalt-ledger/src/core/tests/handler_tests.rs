@@ -387,3 +387,38 @@ fn storage_failure_poisons_the_member() {
     );
     assert_eq!(push_responses(&cmds)[0].1.code, ResponseCode::DiskError);
 }
+
+/// Regression (ledger power-loss simulator, seed 1): a sync already under
+/// way when another write of the member failed still moved its durable
+/// index and answered the push it covered.
+#[test]
+fn a_sync_completing_after_a_storage_failure_acknowledges_nothing() {
+    let mut log = MemLog::new(FILE);
+    let mut f = follower(1, 2, &mut log);
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[2]);
+    let e0 = lead.entry(0).unwrap().unwrap();
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 10, 2, PushType::Append, -1, vec![e0]),
+    );
+    assert!(cmds.iter().any(|c| matches!(c, LedgerCommand::Sync { .. })));
+    let _ = step(
+        &mut f,
+        &mut log,
+        21,
+        Event::StorageFailed {
+            reason: "checkpoint: EIO".into(),
+        },
+    );
+    let after = synced(&mut f, &mut log, 22, &cmds);
+    assert_eq!(f.durable_index(), -1);
+    assert!(
+        push_responses(&after)
+            .iter()
+            .all(|(_, r)| r.code != ResponseCode::Success),
+        "a poisoned member acknowledged a push"
+    );
+}
