@@ -310,9 +310,9 @@ fn send_one(
         local_id: &inner.self_id,
         remote_id: peer,
     };
-    let (code, body) = tcp_codec::encode_request(enc, &ids, &req);
+    let cmd = tcp_codec::encode_request(enc, &ids, &req);
+    let code = cmd.code;
     drop(req);
-    let cmd = RemotingCommand::request(code).with_body(body);
     let inbox = inner.inbox.clone();
     let me = inner.self_id.clone();
     let from = peer.clone();
