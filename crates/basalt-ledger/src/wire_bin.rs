@@ -113,7 +113,13 @@ pub fn encode_push_parts(ids: &Ids<'_>, p: &PushRequest) -> (Bytes, Vec<Bytes>) 
     }
     let head = out.freeze();
     let header_end = |i: usize| prefix + HEADER_SIZE * (i + 1);
-    let first = head.slice(..if p.entries.is_empty() { prefix } else { header_end(0) });
+    let first = head.slice(
+        ..if p.entries.is_empty() {
+            prefix
+        } else {
+            header_end(0)
+        },
+    );
     let mut rest = Vec::with_capacity(2 * p.entries.len());
     for (i, e) in p.entries.iter().enumerate() {
         if i > 0 {

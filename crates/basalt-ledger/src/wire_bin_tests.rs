@@ -71,11 +71,22 @@ fn push_parts_share_the_entry_bodies() {
     // first: fixed fields, names and entry 4's header; then body 4, header 5,
     // body 5, header 6 (the no-op has no body piece).
     assert_eq!(rest.len(), 4);
-    assert_eq!(rest[0].as_ptr(), entries[0].body.as_ptr(), "body 4 is not copied");
-    assert_eq!(rest[2].as_ptr(), entries[1].body.as_ptr(), "body 5 is not copied");
+    assert_eq!(
+        rest[0].as_ptr(),
+        entries[0].body.as_ptr(),
+        "body 4 is not copied"
+    );
+    assert_eq!(
+        rest[2].as_ptr(),
+        entries[1].body.as_ptr(),
+        "body 5 is not copied"
+    );
     assert_eq!(rest[1].len(), HEADER_SIZE);
     assert_eq!(rest[3].len(), HEADER_SIZE);
-    assert_eq!(&first[first.len() - HEADER_SIZE..], &entries[0].header.encode()[..]);
+    assert_eq!(
+        &first[first.len() - HEADER_SIZE..],
+        &entries[0].header.encode()[..]
+    );
     let mut joined = first.to_vec();
     rest.iter().for_each(|r| joined.extend_from_slice(r));
     assert_eq!(&joined[..], &encode_push_request(&ids(&a, &b), &p)[..]);

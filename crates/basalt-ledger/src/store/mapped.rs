@@ -512,6 +512,12 @@ impl LedgerSegmentList {
         Ok(())
     }
 
+    /// Takes the first file out of the list without deleting it (the caller
+    /// deletes it, off the writer's path).
+    pub fn detach_first(&mut self) -> Option<Arc<LedgerSegment>> {
+        (!self.files.is_empty()).then(|| self.files.remove(0))
+    }
+
     /// The files overlapping `[from, to)` with the overlapping byte ranges.
     pub fn ranges(&self, from: i64, to: i64) -> Vec<(Arc<LedgerSegment>, usize, usize)> {
         let mut out = Vec::new();
