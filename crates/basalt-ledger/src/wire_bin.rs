@@ -76,14 +76,28 @@ fn put_str(out: &mut BytesMut, s: &str) {
     out.put_slice(b);
 }
 
-/// The binary body of a push (see the module documentation).
+/// The binary body of a push (see the module documentation), in one buffer.
+/// The same bytes as [`encode_push_parts`] joined.
 pub fn encode_push_request(ids: &Ids<'_>, p: &PushRequest) -> Bytes {
+    let (first, rest) = encode_push_parts(ids, p);
+    let mut out = BytesMut::with_capacity(first.len() + rest.iter().map(Bytes::len).sum::<usize>());
+    out.put_slice(&first);
+    for part in &rest {
+        out.put_slice(part);
+    }
+    out.freeze()
+}
+
+/// The binary body of a push as pieces to write in order without joining
+/// them: the fixed fields and names with the first entry header, then each
+/// entry's body (its own buffer, shared, not copied) followed by the next
+/// entry header. The headers are slices of one small buffer.
+pub fn encode_push_parts(ids: &Ids<'_>, p: &PushRequest) -> (Bytes, Vec<Bytes>) {
     let names = ids.group.len()
         + ids.local_id.as_str().len()
         + ids.remote_id.as_str().len()
         + p.leader_id.as_str().len();
-    let bodies: usize = p.entries.iter().map(|e| HEADER_SIZE + e.body.len()).sum();
-    let mut out = BytesMut::with_capacity(FIXED + 8 + names + bodies);
+    let mut out = BytesMut::with_capacity(FIXED + 8 + names + HEADER_SIZE * p.entries.len());
     out.put_u8(VERSION);
     out.put_u8(type_code(p.push_type));
     out.put_i64(p.term);
@@ -93,11 +107,29 @@ pub fn encode_push_request(ids: &Ids<'_>, p: &PushRequest) -> Bytes {
     put_str(&mut out, ids.local_id.as_str());
     put_str(&mut out, ids.remote_id.as_str());
     put_str(&mut out, p.leader_id.as_str());
+    let prefix = out.len();
     for e in &p.entries {
         out.put_slice(&e.header.encode());
-        out.put_slice(&e.body);
     }
-    out.freeze()
+    let head = out.freeze();
+    let header_end = |i: usize| prefix + HEADER_SIZE * (i + 1);
+    let first = head.slice(
+        ..if p.entries.is_empty() {
+            prefix
+        } else {
+            header_end(0)
+        },
+    );
+    let mut rest = Vec::with_capacity(2 * p.entries.len());
+    for (i, e) in p.entries.iter().enumerate() {
+        if i > 0 {
+            rest.push(head.slice(header_end(i - 1)..header_end(i)));
+        }
+        if !e.body.is_empty() {
+            rest.push(e.body.clone());
+        }
+    }
+    (first, rest)
 }
 
 /// A cursor over a received body that never reads past its end.

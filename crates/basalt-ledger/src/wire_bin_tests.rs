@@ -56,6 +56,45 @@ fn push_round_trips_and_shares_the_frame() {
 }
 
 #[test]
+fn push_parts_share_the_entry_bodies() {
+    let (a, b) = (NodeId::new("n0"), NodeId::new("n1"));
+    let noop = Entry::new(EntryKind::Noop, 6, 2, 600, Bytes::new());
+    let entries = vec![entry(4, 10), entry(5, 3000), noop];
+    let p = PushRequest {
+        term: 7,
+        leader_id: a.clone(),
+        push_type: PushType::Append,
+        commit_index: 3,
+        entries: entries.clone(),
+    };
+    let (first, rest) = encode_push_parts(&ids(&a, &b), &p);
+    // first: fixed fields, names and entry 4's header; then body 4, header 5,
+    // body 5, header 6 (the no-op has no body piece).
+    assert_eq!(rest.len(), 4);
+    assert_eq!(
+        rest[0].as_ptr(),
+        entries[0].body.as_ptr(),
+        "body 4 is not copied"
+    );
+    assert_eq!(
+        rest[2].as_ptr(),
+        entries[1].body.as_ptr(),
+        "body 5 is not copied"
+    );
+    assert_eq!(rest[1].len(), HEADER_SIZE);
+    assert_eq!(rest[3].len(), HEADER_SIZE);
+    assert_eq!(
+        &first[first.len() - HEADER_SIZE..],
+        &entries[0].header.encode()[..]
+    );
+    let mut joined = first.to_vec();
+    rest.iter().for_each(|r| joined.extend_from_slice(r));
+    assert_eq!(&joined[..], &encode_push_request(&ids(&a, &b), &p)[..]);
+    let d = decode_push_request(&Bytes::from(joined)).unwrap();
+    assert_eq!(d.request, Request::Push(p));
+}
+
+#[test]
 fn damaged_pushes_are_refused() {
     let (a, b) = (NodeId::new("n0"), NodeId::new("n1"));
     let p = PushRequest {

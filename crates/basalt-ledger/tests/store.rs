@@ -336,6 +336,35 @@ fn purge_deletes_old_files_and_moves_the_begin() {
 }
 
 #[test]
+fn a_prepared_purge_deletes_nothing_until_its_job_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 60, 1);
+    s.set_committed(59);
+    let reader = s.reader();
+    let count = |sub: &str| std::fs::read_dir(dir.path().join(sub)).unwrap().count();
+    let (data_before, index_before) = (count("data"), count("index"));
+    let job = s.prepare_purge(3 * DATA).unwrap();
+    // The writer and the readers already start at the new first entry...
+    assert!(job.begin_index > 0);
+    assert_eq!(reader.begin_index(), job.begin_index);
+    assert_eq!(s.begin_index(), job.begin_index);
+    // ...but no file is gone before the job runs (off the runtime task).
+    assert_eq!(count("data"), data_before);
+    assert_eq!(count("index"), index_before);
+    // The writer goes on meanwhile.
+    append(&mut s, 60, 65, 1);
+    let begin = job.run().unwrap();
+    assert!(count("data") < data_before);
+    assert_eq!(reader.begin_index(), begin);
+    sync(&mut s);
+    drop(s);
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.begin_index(), begin);
+    assert_eq!(s.end_index(), 64);
+}
+
+#[test]
 fn purge_never_crosses_the_committed_entry_nor_the_newest_file() {
     let dir = tempfile::tempdir().unwrap();
     let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();

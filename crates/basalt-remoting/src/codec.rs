@@ -45,12 +45,12 @@ pub fn encode_header_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(
         }
     }
     let header_len = dst.len() - start - 8;
-    let total = 4 + header_len as u64 + cmd.body.len() as u64;
+    let total = 4 + header_len as u64 + cmd.body_len() as u64;
     if header_len > MAX_HEADER_LEN || total > i32::MAX as u64 {
         dst.truncate(start);
         return Err(DecodeError::Encode(format!(
             "frame too large: header {header_len} bytes, body {} bytes",
-            cmd.body.len()
+            cmd.body_len()
         )));
     }
     let word = ((cmd.serialize_type.code() as u32) << 24) | header_len as u32;
@@ -62,9 +62,12 @@ pub fn encode_header_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(
 /// Encodes a whole frame (prefix, header, body) into one buffer. Handy for
 /// tests and small commands; the transport uses [`encode_header_into`].
 pub fn encode_frame(cmd: &RemotingCommand) -> Result<BytesMut, DecodeError> {
-    let mut buf = BytesMut::with_capacity(256 + cmd.body.len());
+    let mut buf = BytesMut::with_capacity(256 + cmd.body_len());
     encode_header_into(cmd, &mut buf)?;
     buf.put_slice(&cmd.body);
+    for part in &cmd.body_parts {
+        buf.put_slice(part);
+    }
     Ok(buf)
 }
 
@@ -284,6 +287,7 @@ pub fn decode_binary_header(mut h: &[u8]) -> Result<RemotingCommand, DecodeError
         remark,
         ext_fields: ext,
         body: Bytes::new(),
+        body_parts: Vec::new(),
         serialize_type: SerializeType::Rocketmq,
     })
 }
@@ -374,6 +378,7 @@ impl<'de> Visitor<'de> for HeaderVisitor {
             remark: None,
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
+            body_parts: Vec::new(),
             serialize_type: SerializeType::Json,
         };
         while let Some(key) = map.next_key::<HeaderKey>()? {

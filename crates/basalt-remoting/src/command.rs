@@ -365,7 +365,10 @@ pub(crate) fn truncate_for_error(v: &str) -> String {
 ///
 /// `opaque` matches a response to its request; `flag` carries the response
 /// and oneway bits. The body is opaque bytes, shared not copied (a pull
-/// response body can be a slice of a mapped CommitLog file).
+/// response body can be a slice of a mapped CommitLog file). A sender may
+/// assemble a body from shared pieces: `body` then `body_parts`, in order,
+/// form the frame's body on the wire (written with vectored writes, never
+/// joined). A decoded command always has its whole body in `body`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemotingCommand {
     pub code: i32,
@@ -376,6 +379,9 @@ pub struct RemotingCommand {
     pub remark: Option<String>,
     pub ext_fields: ExtFields,
     pub body: Bytes,
+    /// Further pieces of the body, sent right after `body` (empty when the
+    /// body is one buffer, and always in a decoded command).
+    pub body_parts: Vec<Bytes>,
     /// How this command's header is (or will be) serialized.
     pub serialize_type: SerializeType,
 }
@@ -393,6 +399,7 @@ impl RemotingCommand {
             remark: None,
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
+            body_parts: Vec::new(),
             serialize_type: SerializeType::Json,
         }
     }
@@ -431,6 +438,19 @@ impl RemotingCommand {
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
         self
+    }
+
+    /// Sets the body as pieces sent in order without being joined (see the
+    /// type's documentation).
+    pub fn with_body_parts(mut self, first: Bytes, rest: Vec<Bytes>) -> Self {
+        self.body = first;
+        self.body_parts = rest;
+        self
+    }
+
+    /// Length of the body on the wire: `body` and every one of `body_parts`.
+    pub fn body_len(&self) -> usize {
+        self.body.len() + self.body_parts.iter().map(Bytes::len).sum::<usize>()
     }
 
     pub fn with_remark(mut self, remark: impl Into<String>) -> Self {

@@ -121,11 +121,18 @@ impl Runtime {
                 self.step_deferred(Event::TransferLeadership { client, to });
             }
             Control::Purge { before_pos, reply } => {
-                let _ = reply.send(
-                    self.store
-                        .purge_before(before_pos)
-                        .map_err(LedgerError::from),
-                );
+                // The writer detaches the files; unlinking them (and syncing
+                // the directories) happens on a blocking thread.
+                match self.store.prepare_purge(before_pos) {
+                    Ok(job) => {
+                        tokio::task::spawn_blocking(move || {
+                            let _ = reply.send(job.run().map_err(LedgerError::from));
+                        });
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(LedgerError::from(e)));
+                    }
+                }
                 self.publish();
             }
             Control::Shutdown { .. } => {}

@@ -425,18 +425,15 @@ impl LedgerSegmentList {
         Ok(())
     }
 
-    /// Deletes the first file.
-    pub(crate) fn remove_first(&mut self) -> Result<(), LedgerStoreError> {
-        if !self.files.is_empty() {
-            let f = self.files.remove(0);
-            self.disk.remove_file(f.path())?;
-        }
-        Ok(())
-    }
-
     /// fsyncs the list's directory (after creating or deleting files in it).
     pub fn sync_dir(&self) -> Result<(), LedgerStoreError> {
         Ok(self.disk.sync_dir(&self.dir)?)
+    }
+
+    /// Takes the first file out of the list without deleting it (the caller
+    /// deletes it, off the writer's path).
+    pub fn detach_first(&mut self) -> Option<Arc<LedgerSegment>> {
+        (!self.files.is_empty()).then(|| self.files.remove(0))
     }
 
     /// The files overlapping `[from, to)` with the overlapping byte ranges.

@@ -19,8 +19,10 @@
 //!
 //! * `recovery` — [`LedgerStore::open`]: checkpoint trust, the recovery scan,
 //!   index-unit repair and the torn-tail cut;
-//! * `writer` — the writer's operations: append, truncate, purge, prefault, sync
+//! * `writer` — the writer's operations: append, truncate, prefault, sync
 //!   and checkpoint preparation, and its [`LogRead`](crate::core::LogRead) view;
+//! * `purge` — retention's purge: the writer detaches old files, a
+//!   [`PurgeJob`] deletes them on a blocking thread;
 //! * `reader` — [`LedgerReader`], [`LedgerEntry`], [`ReadError`];
 //! * `jobs` — [`SyncJob`], [`CheckpointJob`], [`PrefaultJob`]: I/O the writer
 //!   prepares and a blocking thread runs;
@@ -43,6 +45,7 @@ pub use basalt_disk::faults;
 
 mod checker;
 mod jobs;
+mod purge;
 mod reader;
 mod recovery;
 mod room;
@@ -63,6 +66,7 @@ pub use error::LedgerStoreError;
 pub use jobs::{CheckpointJob, PrefaultJob, SyncJob};
 pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice};
 pub use meta::LedgerCheckpoint;
+pub use purge::PurgeJob;
 pub use reader::{LedgerDataFile, LedgerEntry, LedgerReader, ReadError};
 pub use recovery::Recovered;
 pub use view::{LedgerFilesView, ViewedEntry};

@@ -1,4 +1,4 @@
-//! The writer's operations on [`LedgerStore`]: append, truncate, purge, prefault,
+//! The writer's operations on [`LedgerStore`]: append, truncate, prefault,
 //! and the preparation of syncs and checkpoints (run elsewhere, see
 //! [`super::SyncJob`]), plus the [`LogRead`] view the core reads the log through.
 //!
@@ -13,8 +13,7 @@ use bytes::Bytes;
 
 use super::{
     CheckpointJob, Dirty, LedgerCheckpoint, LedgerReader, LedgerStore, LedgerStoreError,
-    PREFAULT_AHEAD, PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, first_entry,
-    read_unit,
+    PREFAULT_AHEAD, PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, read_unit,
 };
 use crate::core::LogRead;
 use crate::entry::{BLANK_MAGIC, Entry, EntryHeader, HEADER_SIZE, IndexUnit, place};
@@ -48,7 +47,7 @@ impl LedgerStore {
         self.shared.poisoned.store(true, Ordering::Release);
     }
 
-    fn check_writable(&self) -> Result<(), LedgerStoreError> {
+    pub(super) fn check_writable(&self) -> Result<(), LedgerStoreError> {
         if self.is_poisoned() {
             Err(LedgerStoreError::Poisoned)
         } else {
@@ -395,37 +394,6 @@ impl LedgerStore {
             self.shared.committed_pos.store(end, Ordering::Release);
             self.shared.committed_index.store(index, Ordering::Release);
         }
-    }
-
-    /// Deletes data files that lie entirely before `pos` and before the committed
-    /// position, and the index files before the new first entry. Returns the new
-    /// begin index.
-    pub fn purge_before(&mut self, pos: i64) -> Result<i64, LedgerStoreError> {
-        self.check_writable()?;
-        let limit = pos.min(self.shared.committed_pos.load(Ordering::Acquire));
-        let mut removed = false;
-        while self.data.files().len() > 1 && self.data.files()[0].end() <= limit {
-            self.data.remove_first()?;
-            removed = true;
-        }
-        if !removed {
-            return Ok(self.begin_index);
-        }
-        let Some(first) = first_entry(&self.data) else {
-            return Ok(self.begin_index);
-        };
-        while self.index.files().len() > 1 && self.index.files()[0].end() <= first.index * UNIT {
-            self.index.remove_first()?;
-        }
-        self.begin_index = first.index;
-        self.shared
-            .begin_index
-            .store(first.index, Ordering::Release);
-        self.shared.begin_pos.store(first.pos, Ordering::Release);
-        self.publish_files();
-        self.data.sync_dir()?;
-        self.index.sync_dir()?;
-        Ok(first.index)
     }
 }
 

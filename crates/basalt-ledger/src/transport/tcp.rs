@@ -8,11 +8,13 @@
 //!   member's inbox and waits for the core's response with that id (the server
 //!   runs requests concurrently, so a follower's answer waiting for an fsync does
 //!   not hold up the next push).
-//! * Outbound: one task per peer owns the connection, sends a HELLO on each new
-//!   one to choose the push encoding, and sends requests in the
-//!   order the core emitted them (each send is queued before the next one is
-//!   looked at); each response is decoded and pushed into the inbox with the
-//!   core's request id.
+//! * Outbound: one task per peer makes the connection, sends a HELLO on each new
+//!   one to choose the push encoding, and sends what was queued meanwhile; once
+//!   the connection is up and nothing is queued, [`Transport::send`] queues each
+//!   request on the connection itself (no task of ours is woken per request).
+//!   Either way requests go out in the order the core emitted them (each send is
+//!   queued before the next one is looked at); each response is decoded and
+//!   pushed into the inbox with the core's request id.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -48,10 +50,20 @@ struct Inner {
     /// Inbound requests waiting for the core's answer, by transport-local id.
     waiting: Mutex<HashMap<RequestId, oneshot::Sender<Response>>>,
     next_inbound: AtomicU64,
-    queues: BTreeMap<NodeId, mpsc::UnboundedSender<(RequestId, Request)>>,
+    links: BTreeMap<NodeId, PeerLink>,
     client: RemotingClient,
     /// Offer the binary push on new connections.
     binary_push: bool,
+}
+
+/// The way to one peer: the queue its task sends from while there is no
+/// connection (or something is still queued), and the connection once it is
+/// up with an empty queue. Invariant: `ready` is set only while `queue` is
+/// empty, and both change only under `ready`'s lock, so requests keep their
+/// order.
+struct PeerLink {
+    queue: mpsc::UnboundedSender<(RequestId, Request)>,
+    ready: Mutex<Option<(Channel, PushEncoding)>>,
 }
 
 /// Serves the ledger RPC codes on a remoting server. Requests that arrive before
@@ -192,14 +204,20 @@ impl TcpTransport {
             connect_timeout: Duration::from_secs(1),
             ..RemotingClientConfig::default()
         });
-        let mut queues = BTreeMap::new();
+        let mut links = BTreeMap::new();
         let mut receivers = Vec::new();
         for (id, addr) in peers {
             if id == self_id {
                 continue;
             }
             let (tx, rx) = mpsc::unbounded_channel();
-            queues.insert(id.clone(), tx);
+            links.insert(
+                id.clone(),
+                PeerLink {
+                    queue: tx,
+                    ready: Mutex::new(None),
+                },
+            );
             receivers.push((id.clone(), addr.clone(), rx));
         }
         let inner = Arc::new(Inner {
@@ -208,7 +226,7 @@ impl TcpTransport {
             inbox,
             waiting: Mutex::new(HashMap::new()),
             next_inbound: AtomicU64::new(1),
-            queues,
+            links,
             client,
             binary_push,
         });
@@ -230,8 +248,20 @@ impl Transport for TcpTransport {
     fn send(&self, env: Envelope) {
         match env.rpc {
             Rpc::Request { id, body } => {
-                if let Some(q) = self.inner.queues.get(&env.to) {
-                    let _ = q.send((id, body));
+                let Some(link) = self.inner.links.get(&env.to) else {
+                    return;
+                };
+                let mut ready = link.ready.lock();
+                match ready.as_ref() {
+                    Some((ch, enc)) if !ch.is_closed() => {
+                        let (ch, enc) = (ch.clone(), *enc);
+                        send_one(&self.inner, &env.to, ch, enc, id, body);
+                    }
+                    _ => {
+                        // Not connected: the peer's task connects and sends.
+                        *ready = None;
+                        let _ = link.queue.send((id, body));
+                    }
                 }
             }
             Rpc::Response { id, body } => {
@@ -246,6 +276,9 @@ impl Transport for TcpTransport {
         for t in &self.tasks {
             t.abort();
         }
+        for link in self.inner.links.values() {
+            link.ready.lock().take();
+        }
         self.inner.client.shutdown();
         if let Some(server) = self.server.lock().take() {
             tokio::spawn(server.shutdown());
@@ -254,7 +287,8 @@ impl Transport for TcpTransport {
     }
 }
 
-/// Sends a peer's requests in order over one connection and routes the answers.
+/// Connects to a peer, sends what was queued meanwhile in order, and hands the
+/// connection to [`Transport::send`] once the queue is empty.
 async fn peer_loop(
     inner: Arc<Inner>,
     peer: NodeId,
@@ -278,7 +312,13 @@ async fn peer_loop(
         let Some((ch, enc)) = channel.clone() else {
             continue;
         };
-        send_one(&inner, &peer, ch, enc, id, req);
+        send_one(&inner, &peer, ch.clone(), enc, id, req);
+        if let Some(link) = inner.links.get(&peer) {
+            let mut ready = link.ready.lock();
+            if rx.is_empty() && !ch.is_closed() {
+                *ready = Some((ch, enc));
+            }
+        }
     }
 }
 
@@ -310,9 +350,9 @@ fn send_one(
         local_id: &inner.self_id,
         remote_id: peer,
     };
-    let (code, body) = tcp_codec::encode_request(enc, &ids, &req);
+    let cmd = tcp_codec::encode_request(enc, &ids, &req);
+    let code = cmd.code;
     drop(req);
-    let cmd = RemotingCommand::request(code).with_body(body);
     let inbox = inner.inbox.clone();
     let me = inner.self_id.clone();
     let from = peer.clone();

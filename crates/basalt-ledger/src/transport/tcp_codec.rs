@@ -60,13 +60,18 @@ pub(super) fn answer_hello(req: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response(rcode::SUCCESS, None).with_ext(ext)
 }
 
-/// The remoting code and body of a request in encoding `enc`.
-pub(super) fn encode_request(enc: PushEncoding, ids: &Ids<'_>, req: &Request) -> (i32, Bytes) {
+/// The remoting command of a request in encoding `enc`. A binary push's body
+/// is in pieces that share the entries' buffers (no body is copied).
+pub(super) fn encode_request(enc: PushEncoding, ids: &Ids<'_>, req: &Request) -> RemotingCommand {
     match (enc, req) {
         (PushEncoding::Binary, Request::Push(p)) => {
-            (wire_bin::PUSH_BIN, wire_bin::encode_push_request(ids, p))
+            let (first, rest) = wire_bin::encode_push_parts(ids, p);
+            RemotingCommand::request(wire_bin::PUSH_BIN).with_body_parts(first, rest)
         }
-        _ => wire::encode_request(ids, req),
+        _ => {
+            let (code, body) = wire::encode_request(ids, req);
+            RemotingCommand::request(code).with_body(body)
+        }
     }
 }
 

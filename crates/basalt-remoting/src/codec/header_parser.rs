@@ -255,6 +255,7 @@ pub(super) fn parse(h: &[u8]) -> Option<RemotingCommand> {
         remark: None,
         ext_fields: ExtFields::new(),
         body: Bytes::new(),
+        body_parts: Vec::new(),
         serialize_type: SerializeType::Json,
     };
     p.eat(b'{')?;

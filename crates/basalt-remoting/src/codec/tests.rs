@@ -188,6 +188,7 @@ pub(crate) fn command() -> impl Strategy<Value = RemotingCommand> {
                     remark: remark.filter(|r| !(binary && r.is_empty())),
                     ext_fields,
                     body: Bytes::from(body),
+                    body_parts: Vec::new(),
                     serialize_type: if binary {
                         SerializeType::Rocketmq
                     } else {
@@ -213,6 +214,33 @@ proptest! {
         encode_header_into(&cmd, &mut head).unwrap();
         head.extend_from_slice(&cmd.body);
         prop_assert_eq!(head, encode_frame(&cmd).unwrap());
+    }
+
+    #[test]
+    fn a_body_in_pieces_encodes_as_the_joined_body(
+        cmd in command(),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        // Cut the body at arbitrary points (empty pieces included).
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(cmd.body.len() + 1)).collect();
+        at.sort_unstable();
+        let mut pieces = Vec::new();
+        let mut from = 0;
+        for a in at.into_iter().chain([cmd.body.len()]) {
+            pieces.push(cmd.body.slice(from..a));
+            from = a;
+        }
+        let first = pieces.remove(0);
+        let split = cmd.clone().with_body_parts(first, pieces);
+        prop_assert_eq!(split.body_len(), cmd.body.len());
+        let mut head = BytesMut::new();
+        encode_header_into(&split, &mut head).unwrap();
+        head.extend_from_slice(&split.body);
+        for p in &split.body_parts {
+            head.extend_from_slice(p);
+        }
+        prop_assert_eq!(&head, &encode_frame(&cmd).unwrap());
+        prop_assert_eq!(head, encode_frame(&split).unwrap());
     }
 
     #[test]

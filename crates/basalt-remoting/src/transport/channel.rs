@@ -112,9 +112,9 @@ impl Channel {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        if cmd.body.len() > self.inner.max_frame_size {
+        if cmd.body_len() > self.inner.max_frame_size {
             return Err(RemotingError::FrameTooLarge {
-                len: cmd.body.len() as i64,
+                len: cmd.body_len() as i64,
                 max: self.inner.max_frame_size,
             });
         }
