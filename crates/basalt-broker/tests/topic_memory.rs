@@ -23,19 +23,24 @@ struct Counting;
 static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
 static LIVE_BLOCKS: AtomicI64 = AtomicI64::new(0);
 
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// counters are plain atomics and never affect the memory handed out.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         LIVE_BYTES.fetch_add(l.size() as i64, Ordering::Relaxed);
         LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's layout contract is passed on as it is.
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         LIVE_BYTES.fetch_sub(l.size() as i64, Ordering::Relaxed);
         LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: `p` came from `alloc`/`realloc` above, with layout `l`.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         LIVE_BYTES.fetch_add(new as i64 - l.size() as i64, Ordering::Relaxed);
+        // SAFETY: as for `dealloc`; `new` is the caller's new size.
         unsafe { System.realloc(p, l, new) }
     }
 }
