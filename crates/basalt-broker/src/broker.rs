@@ -36,6 +36,8 @@ pub enum BrokerError {
     Config(#[from] crate::config::ConfigError),
     #[error("store: {0}")]
     Store(#[from] basalt_store::StoreError),
+    #[error("metadata: {0}")]
+    Metadata(#[from] crate::metadata::journal::JournalError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,

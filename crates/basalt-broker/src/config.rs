@@ -72,6 +72,11 @@ pub struct BrokerConfig {
     pub clean_file_forcibly_enable: bool,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
+    /// `enableSingleTopicRegister` (RocketMQ's default false): a created
+    /// topic is registered alone with REGISTER_TOPIC_IN_NAMESRV (217);
+    /// when false, with a REGISTER_BROKER that carries only that topic
+    /// (RocketMQ's `registerIncrementBrokerData`).
+    pub enable_single_topic_register: bool,
     pub default_topic_queue_nums: i32,
     pub broker_permission: i32,
     pub max_message_size: usize,
@@ -206,6 +211,7 @@ impl Default for BrokerConfig {
             clean_file_forcibly_enable: true,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
+            enable_single_topic_register: false,
             default_topic_queue_nums: 8,
             broker_permission: 6,
             max_message_size: 4 * 1024 * 1024,
@@ -384,6 +390,7 @@ impl BrokerConfig {
             "autoCreateSubscriptionGroup" => {
                 self.auto_create_subscription_group = parse_bool(key, v)?
             }
+            "enableSingleTopicRegister" => self.enable_single_topic_register = parse_bool(key, v)?,
             "defaultTopicQueueNums" => self.default_topic_queue_nums = parse_num(key, v)?,
             "brokerPermission" => self.broker_permission = parse_num(key, v)?,
             "maxMessageSize" => self.max_message_size = parse_num(key, v)?,

@@ -139,6 +139,10 @@ impl BrokerConfig {
                 self.auto_create_subscription_group.to_string(),
             ),
             (
+                "enableSingleTopicRegister",
+                self.enable_single_topic_register.to_string(),
+            ),
+            (
                 "defaultTopicQueueNums",
                 self.default_topic_queue_nums.to_string(),
             ),

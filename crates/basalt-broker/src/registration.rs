@@ -1,6 +1,8 @@
 //! Registration with the NameServers (REGISTER_BROKER / UNREGISTER_BROKER):
 //! at start, every `registerNameServerPeriod`, and in coalesced rounds when
-//! asked; a created topic alone with REGISTER_TOPIC_IN_NAMESRV. A slave learns its master's addresses from the answers.
+//! asked; a created topic alone, with REGISTER_TOPIC_IN_NAMESRV or an
+//! incremental REGISTER_BROKER (`enableSingleTopicRegister`). A slave learns
+//! its master's addresses from the answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +13,9 @@ use basalt_remoting::header::{
     CommandHeader, RegisterBrokerRequestHeader, RegisterTopicRequestHeader,
     UnregisterBrokerRequestHeader,
 };
-use basalt_remoting::protocol::{QueueData, RegisterBrokerBody, TopicRouteData};
+use basalt_remoting::protocol::{
+    QueueData, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicRouteData,
+};
 use basalt_remoting::{RemotingClient, RemotingCommand};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -98,13 +102,31 @@ impl Registrar {
             .collect()
     }
 
-    /// Registers with every NameServer now (REGISTER_BROKER).
+    /// Registers with every NameServer now (REGISTER_BROKER), with the
+    /// whole topic table.
     pub async fn register(&self) {
-        let addrs = self.namesrv_addrs();
-        if addrs.is_empty() {
+        if self.namesrv_addrs().is_empty() {
             return;
         }
-        let mut topics = self.topics.snapshot().to_wire();
+        self.register_table(self.topics.snapshot().to_wire()).await;
+    }
+
+    /// RocketMQ's `registerIncrementBrokerData`: a REGISTER_BROKER whose
+    /// table holds one topic, stamped with the table's version (a
+    /// NameServer adds queue data from a registration, it removes none).
+    /// True when every NameServer took it.
+    async fn register_increment(&self, tc: &TopicSettings) -> bool {
+        let wrapper = TopicConfigSerializeWrapper {
+            data_version: self.topics.data_version().to_wire(),
+            topic_config_table: [(tc.topic_name.clone(), tc.to_wire())].into(),
+        };
+        self.register_table(wrapper).await
+    }
+
+    /// REGISTER_BROKER with `topics` to every NameServer; true when all of
+    /// them took it.
+    async fn register_table(&self, mut topics: TopicConfigSerializeWrapper) -> bool {
+        let addrs = self.namesrv_addrs();
         // The NameServer takes queue data only from a table whose version
         // changed: a run-time settings update counts as a change (Java
         // bumps the topic table's version when brokerPermission changes).
@@ -137,6 +159,7 @@ impl Registrar {
             compressed: Some(false),
             body_crc32: Some(crc),
         };
+        let mut all = true;
         for addr in addrs {
             let cmd = RemotingCommand::request(request::REGISTER_BROKER)
                 .with_ext(header.to_ext())
@@ -144,11 +167,16 @@ impl Registrar {
             match self.client.invoke(&addr, cmd, Duration::from_secs(6)).await {
                 Ok(resp) if resp.code == 0 => self.learn_master(&resp),
                 Ok(resp) => {
+                    all = false;
                     tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "broker registration refused")
                 }
-                Err(e) => tracing::warn!(namesrv = %addr, error = %e, "broker registration failed"),
+                Err(e) => {
+                    all = false;
+                    tracing::warn!(namesrv = %addr, error = %e, "broker registration failed")
+                }
             }
         }
+        all
     }
 
     /// A slave takes its master's addresses from a registration answer.
@@ -204,17 +232,23 @@ impl Registrar {
         let _ = rx.wait_for(|f| *f >= ticket).await;
     }
 
-    /// Makes a topic change visible: waits for its topics.json write
+    /// Makes a topic change visible: waits for its journal write
     /// (coalesced with other changes by the table's writer), then registers
-    /// the one topic with every NameServer; if one of them does not take
-    /// it, waits for a full registration round instead. Nothing to wait for
-    /// when the topic already existed.
+    /// the one topic with every NameServer, alone with code 217 when
+    /// `enableSingleTopicRegister`, else in a REGISTER_BROKER carrying only
+    /// it; if one of them does not take it, waits for a full registration
+    /// round instead. Nothing to wait for when the topic already existed.
     pub async fn publish_topic_change(&self, change: &TopicChange) -> Result<(), String> {
         let Some(generation) = change.generation else {
             return Ok(());
         };
         self.topics.persisted(generation).await?;
-        if self.register_topic(&change.config).await {
+        let taken = if self.config.enable_single_topic_register {
+            self.register_topic(&change.config).await
+        } else {
+            self.register_increment(&change.config).await
+        };
+        if taken {
             return Ok(());
         }
         let ticket = self.register_soon();

@@ -165,7 +165,7 @@ async fn open_store_and_metadata(
         };
         Ok(Opened {
             store,
-            topics: TopicConfigManager::load(&root, &config),
+            topics: TopicConfigManager::load(&root, &config)?,
             groups: SubscriptionGroupManager::load(
                 &root,
                 config.max_subscription_group_count,

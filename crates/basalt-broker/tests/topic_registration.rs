@@ -4,10 +4,12 @@
 //! send that auto-creates its topic, and a first heartbeat that creates the
 //! group's retry topic. A client may then route to the topic at once.
 //!
-//! The topic goes alone (REGISTER_TOPIC_IN_NAMESRV, RocketMQ 5's
-//! `registerSingleTopicAll`) when the NameServer takes that, else in a full
-//! REGISTER_BROKER; the periodic full registration brings a NameServer that
-//! missed it up to date.
+//! The topic goes alone: with `enableSingleTopicRegister` in
+//! REGISTER_TOPIC_IN_NAMESRV (RocketMQ 5's `registerSingleTopicAll`) when
+//! the NameServer takes that, else in a full REGISTER_BROKER; without it
+//! (RocketMQ's default) in a REGISTER_BROKER that lists only that topic
+//! (`registerIncrementBrokerData`). The periodic full registration brings a
+//! NameServer that missed it up to date.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,10 +69,12 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    setup_with(true).await
+    setup_with(true, true).await
 }
 
-async fn setup_with(single_topic: bool) -> Setup {
+/// `single_topic`: the NameServer takes code 217; `broker_single`: the
+/// broker's `enableSingleTopicRegister`.
+async fn setup_with(single_topic: bool, broker_single: bool) -> Setup {
     let registered = Arc::new(Mutex::new(Vec::new()));
     let ns = RemotingServer::bind(
         "127.0.0.1:0",
@@ -91,6 +95,7 @@ async fn setup_with(single_topic: bool) -> Setup {
         // Tests must not depend on how full the machine's disk is.
         disk_space_warning_level_ratio: 100,
         disk_space_clean_forcibly_ratio: 100,
+        enable_single_topic_register: broker_single,
         ..Default::default()
     };
     let broker = basalt_broker::start(cfg).await.unwrap();
@@ -190,12 +195,35 @@ async fn auto_created_topic_is_registered_before_the_send_is_answered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_single_topic_registration_the_whole_table_is_sent() {
-    let s = setup_with(false).await;
+async fn a_namesrv_without_code_217_gets_the_whole_table() {
+    let s = setup_with(false, true).await;
     let code = s
         .answered_after_registration_of(first_send("AutoTopic"), "AutoTopic")
         .await;
     assert_eq!(code, request::REGISTER_BROKER);
+    s.stop().await;
+}
+
+/// RocketMQ's default (`enableSingleTopicRegister=false`): the new topic
+/// goes in a REGISTER_BROKER whose table holds it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_the_topic_goes_alone_in_a_register_broker() {
+    let s = setup_with(true, false).await;
+    let code = s
+        .answered_after_registration_of(first_send("AutoTopic"), "AutoTopic")
+        .await;
+    assert_eq!(code, request::REGISTER_BROKER);
+    let registered = s.registered.lock().clone();
+    let (_, body) = registered
+        .iter()
+        .find(|(_, b)| b.contains("\"AutoTopic\""))
+        .unwrap();
+    assert!(!body.contains("TBW102"), "the whole table was sent: {body}");
+    assert!(
+        registered
+            .iter()
+            .all(|(c, _)| *c != request::REGISTER_TOPIC_IN_NAMESRV)
+    );
     s.stop().await;
 }
 

@@ -100,6 +100,9 @@ pub struct UsedPrefix {
     /// Valid-looking units after the first invalid one, in the file's
     /// written ranges: damage in the middle rather than a torn tail.
     pub stray_units: u64,
+    /// Whether any byte past `len` is not zero (a torn or invalid unit):
+    /// when false, a cut at `len` has nothing to clear.
+    pub dirty_tail: bool,
 }
 
 /// Finds the used part of a ConsumeQueue file without touching the rest:
@@ -150,10 +153,15 @@ pub fn used_prefix(f: &MappedFile) -> UsedPrefix {
             .filter(|c| CqUnit::decode(c).is_valid())
             .count() as u64;
     }
+    let dirty_tail = ranges.iter().any(|&(from, to)| {
+        let from = from.max(pos);
+        from < to && raw[from..to.min(raw.len())].iter().any(|&b| b != 0)
+    });
     UsedPrefix {
         len: pos,
         max_physic_offset,
         stray_units,
+        dirty_tail,
     }
 }
 
@@ -237,7 +245,11 @@ impl ConsumeQueue {
         let mut valid_end = files[start].start_offset();
         let mut max_phys = -1i64;
         let mut dropped = 0u64;
-        for f in &files[start..] {
+        // The last file ends in zeros past its used part (the usual case):
+        // setting its positions is the whole cut, without the second walk of
+        // its written ranges (a file open and seeks) a general cut makes.
+        let mut clean_last = None;
+        for (i, f) in files.iter().enumerate().skip(start) {
             let used = used_prefix(f);
             if let Some(p) = used.max_physic_offset {
                 max_phys = p;
@@ -245,10 +257,16 @@ impl ConsumeQueue {
             valid_end = f.start_offset() + used.len as i64;
             if used.len < f.size() {
                 dropped = used.stray_units;
+                if i + 1 == files.len() && !used.dirty_tail {
+                    clean_last = Some((f, used.len));
+                }
                 break;
             }
         }
-        self.files.truncate_dirty(valid_end)?;
+        match clean_last {
+            Some((f, len)) => f.set_positions(len),
+            None => self.files.truncate_dirty(valid_end)?,
+        }
         self.files.set_flushed_and_committed(valid_end);
         if max_phys < 0 {
             max_phys = self.scan_max_physic_offset();
@@ -689,6 +707,12 @@ mod tests {
                 .unwrap();
             f.sync_all().unwrap();
         }
+        let torn = MappedFile::open(&path, 0, units * UNIT_SIZE).unwrap();
+        assert!(
+            used_prefix(&torn).dirty_tail,
+            "the torn unit's offset is past the used part"
+        );
+        drop(torn);
         let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);
         assert_eq!((cq.max_offset(), dropped), (999, 0));
         assert_eq!(cq.max_physic_offset(), 998 * 100 + 100);
@@ -697,6 +721,10 @@ mod tests {
             "{resident} pages resident; the units use {}",
             pages_of(n as usize)
         );
+        // The cut cleared the torn unit's bytes: nothing past the used part
+        // is left to clear.
+        let after = used_prefix(&cq.files().first().unwrap());
+        assert_eq!((after.len, after.dirty_tail), (999 * UNIT_SIZE, false));
         // The torn unit is gone for good and its slot is written again.
         cq.put_unit(999, unit(99_900)).unwrap();
         assert_eq!(cq.unit_at(999), Some(unit(99_900)));

@@ -43,28 +43,61 @@ impl ConsumeQueueTable {
     }
 
     /// Maps every queue directory under the root: `{topic}/{queueId}/`.
+    /// Topic directories are opened by a few threads at once: with many
+    /// topics the cost is the per-directory and per-file system calls.
     pub fn load(&self) -> Result<()> {
         self.disk.create_dir_all_durable(&self.root)?;
+        let topics: Vec<_> = self
+            .disk
+            .list_dir(&self.root)?
+            .into_iter()
+            .filter(|t| t.is_dir)
+            .collect();
+        let workers = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 4);
+        let chunk = topics.len().div_ceil(workers).max(1);
+        let loaded = std::thread::scope(|s| {
+            let handles: Vec<_> = topics
+                .chunks(chunk)
+                .map(|part| s.spawn(move || self.load_topics(part)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().map_err(|_| {
+                        StoreError::Config("ConsumeQueue load thread panicked".into())
+                    })?
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
         let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
-        for t in self.disk.list_dir(&self.root)? {
-            if !t.is_dir {
-                continue;
-            }
-            let topic = t.name;
+        for (topic, qid, cq) in loaded.into_iter().flatten() {
+            table.entry(topic).or_default().insert(qid, cq);
+        }
+        *self.queues.write() = table;
+        Ok(())
+    }
+
+    /// Opens the queues of the topic directories in `part`.
+    #[allow(clippy::type_complexity)]
+    fn load_topics(
+        &self,
+        part: &[basalt_disk::DirEntry],
+    ) -> Result<Vec<(String, i32, Arc<ConsumeQueue>)>> {
+        let mut out = Vec::new();
+        for t in part {
             for q in self.disk.list_dir(&t.path)? {
                 let Some(qid) = q.name.parse::<i32>().ok() else {
                     continue;
                 };
-                let cq = ConsumeQueue::new_on(&self.disk, &self.root, &topic, qid, self.file_size);
+                let cq = ConsumeQueue::new_on(&self.disk, &self.root, &t.name, qid, self.file_size);
                 cq.load()?;
-                table
-                    .entry(topic.clone())
-                    .or_default()
-                    .insert(qid, Arc::new(cq));
+                out.push((t.name.clone(), qid, Arc::new(cq)));
             }
         }
-        *self.queues.write() = table;
-        Ok(())
+        Ok(out)
     }
 
     pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {

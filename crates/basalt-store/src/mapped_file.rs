@@ -26,7 +26,7 @@
 //! writer never touch the same bytes, which is what makes the shared raw
 //! mapping sound.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::SystemTime;
@@ -49,8 +49,8 @@ pub type WriteBuffer = Box<[u8]>;
 
 /// See the module documentation.
 pub struct MappedFile {
-    path: PathBuf,
-    /// The disk the file lives on.
+    /// The disk the file lives on (the path is the segment's: one copy per
+    /// file, which with many queues is memory that counts).
     disk: Disk,
     policy: MappedFilePolicy,
     start_offset: i64,
@@ -88,7 +88,7 @@ unsafe impl Sync for MappedFile {}
 impl std::fmt::Debug for MappedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MappedFile")
-            .field("path", &self.path)
+            .field("path", &self.path())
             .field("start_offset", &self.start_offset)
             .field("size", &self.size)
             .field("wrote", &self.wrote_position())
@@ -153,7 +153,7 @@ impl MappedFile {
         let path = dir.join(file_name(start_offset));
         let (seg, _fresh) = disk.create_segment(&path, size, reserve, segment_options(policy))?;
         let write_buffer = pool.and_then(|p| p.borrow());
-        let mut mf = Self::map(disk, path, seg, start_offset, size, write_buffer, policy);
+        let mut mf = Self::map(disk, seg, start_offset, size, write_buffer, policy);
         mf.pool = pool.cloned();
         mf.reserved_to.store(reserve, Ordering::Release);
         Ok(mf)
@@ -190,22 +190,13 @@ impl MappedFile {
                 reason: format!("file is {} bytes, expected {size}", seg.len()),
             });
         }
-        let mf = Self::map(
-            disk,
-            path.to_path_buf(),
-            seg,
-            start_offset,
-            size,
-            None,
-            policy,
-        );
+        let mf = Self::map(disk, seg, start_offset, size, None, policy);
         mf.set_positions(size);
         Ok(mf)
     }
 
     fn map(
         disk: &Disk,
-        path: PathBuf,
         seg: Segment,
         start_offset: i64,
         size: usize,
@@ -220,7 +211,6 @@ impl MappedFile {
             None => (std::ptr::null_mut(), None),
         };
         MappedFile {
-            path,
             disk: disk.clone(),
             policy,
             start_offset,
@@ -241,7 +231,7 @@ impl MappedFile {
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.seg.path()
     }
     /// Global offset of the file's first byte (its name).
     /// The disk the file lives on.
@@ -341,7 +331,7 @@ impl MappedFile {
         assert!(
             !self.writing.swap(true, Ordering::AcqRel),
             "concurrent appends to {}",
-            self.path.display()
+            self.path().display()
         );
         let pos = self.wrote.load(Ordering::Acquire);
         let result = if pos + len > self.size {
@@ -350,7 +340,7 @@ impl MappedFile {
             debug_assert!(
                 pos + len <= self.reserved_to(),
                 "append into {} before its blocks were reserved",
-                self.path.display()
+                self.path().display()
             );
             let base = if self.buffer_ptr.is_null() {
                 self.seg.as_ptr()
@@ -446,7 +436,7 @@ impl MappedFile {
         assert!(
             remaining >= basalt_common::record::BLANK_LEN,
             "no room for the end-of-file filler in {}",
-            self.path.display()
+            self.path().display()
         );
         let mut header = [0u8; basalt_common::record::BLANK_LEN];
         basalt_common::record::encode_blank(&mut header, remaining);
@@ -542,7 +532,7 @@ impl MappedFile {
     pub fn warm(&self) {
         self.seg.populate_write();
         if let Err(e) = self.sync_range(0, self.size) {
-            tracing::warn!(file = %self.path.display(), error = %e, "fsync while warming a new file failed");
+            tracing::warn!(file = %self.path().display(), error = %e, "fsync while warming a new file failed");
         }
     }
 
@@ -577,7 +567,7 @@ impl MappedFile {
 
     /// Last modification time of the file on disk.
     pub fn last_modified(&self) -> Option<SystemTime> {
-        self.disk.modified(&self.path)
+        self.disk.modified(self.path())
     }
 
     /// Unlinks the file. The mapping stays valid for holders of an `Arc`.
@@ -588,7 +578,7 @@ impl MappedFile {
         if let Some(buf) = self.write_buffer.lock().take() {
             self.return_buffer(buf);
         }
-        self.disk.remove_file(&self.path)?;
+        self.disk.remove_file(self.path())?;
         Ok(())
     }
 }

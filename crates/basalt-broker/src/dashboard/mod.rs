@@ -126,10 +126,12 @@ struct Dashboard {
 }
 
 impl Dashboard {
-    /// Takes a history sample every `dashboardSampleIntervalMs`.
+    /// Takes a history sample every `dashboardSampleIntervalMs`, the first
+    /// one interval after start (a sample walks the store directory, which
+    /// with many queues would compete with the start-up itself).
     async fn sample(self: Arc<Self>) {
         let every = self.broker.config.observe.dashboard_sample_interval;
-        let mut tick = tokio::time::interval(every);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use basalt_common::time::now_millis;
 use parking_lot::RwLock;
 
-use crate::metadata::file::{ConfigFile, MetadataWriter};
+use crate::metadata::file::ConfigFile;
 pub use crate::metadata::formats::SubscriptionGroupConfig;
 use crate::metadata::formats::{GroupsFile, TableVersion};
+use crate::metadata::meta_writer::MetadataWriter;
 
 /// Why a group was not created.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

@@ -10,8 +10,11 @@ use parking_lot::RwLock;
 use thiserror::Error;
 
 use crate::config::BrokerConfig;
-use crate::metadata::file::{ConfigFile, MetadataWriter};
+use crate::metadata::file::ConfigFile;
 use crate::metadata::formats::{TableVersion, TopicSettings, TopicsFile};
+use crate::metadata::journal::JournalError;
+use crate::metadata::meta_writer::MetadataWriter;
+use crate::metadata::topic_journal::{TopicJournalEntry, replay_topics_journal};
 
 /// Why a topic was not created.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -42,9 +45,10 @@ struct TopicLimits {
 }
 
 /// Owns the topic table and its data version. Every change bumps the version
-/// and is handed to the table's [`MetadataWriter`]; callers that answer a
-/// client about a new topic wait for that write with
-/// [`TopicConfigManager::persisted`]. Invariant: no topic in the table has an
+/// and is handed, as a journal entry, to the table's [`MetadataWriter`]
+/// (topics.json plus its journal, so a creation costs an append, not a
+/// rewrite of the table); callers that answer a client about a new topic
+/// wait for that write with [`TopicConfigManager::persisted`]. Invariant: no topic in the table has an
 /// invalid name or more than `maxQueueNumsPerTopic` queues, unless it came
 /// from the file or the master as it is.
 #[derive(Debug)]
@@ -55,15 +59,19 @@ pub struct TopicConfigManager {
 }
 
 impl TopicConfigManager {
-    /// Loads topics.json (or its .bak) and adds the broker's system topics.
-    /// Writes the file only if that changed it. Blocking.
-    pub fn load(root: &Path, cfg: &BrokerConfig) -> Self {
+    /// Loads topics.json (or its .bak), replays its journal and adds the
+    /// broker's system topics, then folds the journal into topics.json
+    /// (rewritten only if that changed it). Refuses a damaged journal.
+    /// Blocking.
+    pub fn load(root: &Path, cfg: &BrokerConfig) -> Result<Self, JournalError> {
         let file = ConfigFile::new(root, "topics.json");
         let loaded: Option<TopicsFile> = file.load(TopicsFile::parse);
         let mut wrapper = loaded.unwrap_or_else(|| TopicsFile {
             data_version: TableVersion::new(now_millis()),
             topic_config_table: BTreeMap::new(),
         });
+        let journal = replay_topics_journal(root, &mut wrapper)?;
+        let snapshot_len = std::fs::metadata(file.path()).map_or(0, |m| m.len());
         let mut system = vec![
             TopicSettings::new(reserved::SELF_TEST_TOPIC, 1),
             TopicSettings::new(reserved::BENCHMARK_TOPIC, 8),
@@ -101,18 +109,20 @@ impl TopicConfigManager {
         }
         let inner = Arc::new(RwLock::new(wrapper));
         let table = Arc::clone(&inner);
-        let writer = MetadataWriter::start(file, move || table.read().render());
+        let writer = MetadataWriter::start_journaled(file, journal, snapshot_len, move || {
+            table.read().render()
+        });
         if let Err(e) = writer.flush_now() {
             tracing::error!(error = %e, "cannot write topics.json at start");
         }
-        TopicConfigManager {
+        Ok(TopicConfigManager {
             inner,
             writer,
             limits: TopicLimits {
                 max_topics: cfg.max_topic_count,
                 max_queues: cfg.max_queue_nums_per_topic,
             },
-        }
+        })
     }
 
     pub fn get(&self, topic: &str) -> Option<TopicSettings> {
@@ -149,7 +159,8 @@ impl TopicConfigManager {
             .collect()
     }
 
-    /// Waits until the topics.json write for change `generation` is done.
+    /// Waits until the journal append (or topics.json write) for change
+    /// `generation` is fsynced.
     pub async fn persisted(&self, generation: u64) -> Result<(), String> {
         self.writer.written(generation).await
     }
@@ -170,7 +181,7 @@ impl TopicConfigManager {
             .map_err(|e| TopicCreateError::InvalidName(e.to_string()))?;
         self.check_queues(t.read_queue_nums)?;
         self.check_queues(t.write_queue_nums)?;
-        {
+        let generation = {
             let mut w = self.inner.write();
             if !w.topic_config_table.contains_key(&t.topic_name)
                 && w.topic_config_table.len() >= self.limits.max_topics
@@ -179,10 +190,16 @@ impl TopicConfigManager {
             }
             w.topic_config_table.insert(t.topic_name.clone(), t.clone());
             w.data_version.next_version(now_millis());
-        }
+            let entry = TopicJournalEntry::Put {
+                version: w.data_version.clone(),
+                topic: t.clone(),
+            };
+            // Under the table's lock: the journal keeps the table's order.
+            self.writer.record_change(entry.encode())
+        };
         Ok(TopicChange {
             config: t,
-            generation: Some(self.writer.mark_changed()),
+            generation: Some(generation),
         })
     }
 
@@ -240,27 +257,28 @@ impl TopicConfigManager {
 
     /// Removes a topic. Returns whether it existed.
     pub fn delete(&self, topic: &str) -> bool {
-        let removed = {
-            let mut w = self.inner.write();
-            let r = w.topic_config_table.remove(topic).is_some();
-            if r {
-                w.data_version.next_version(now_millis());
-            }
-            r
-        };
+        let mut w = self.inner.write();
+        let removed = w.topic_config_table.remove(topic).is_some();
         if removed {
-            self.writer.mark_changed();
+            w.data_version.next_version(now_millis());
+            let entry = TopicJournalEntry::Delete {
+                version: w.data_version.clone(),
+                name: topic.to_string(),
+            };
+            self.writer.record_change(entry.encode());
         }
         removed
     }
 
     /// Replaces the whole table (a slave copying its master).
     pub fn replace_all(&self, wrapper: TopicsFile) {
-        *self.inner.write() = wrapper;
-        self.writer.mark_changed();
+        let mut w = self.inner.write();
+        *w = wrapper;
+        self.writer.mark_replaced();
     }
 
-    /// Writes the table now and stops the writer (shutdown). Blocking.
+    /// Writes topics.json now, empties the journal and stops the writer
+    /// (shutdown): what is left is a file RocketMQ reads. Blocking.
     pub fn persist_and_stop(&self) {
         if let Err(e) = self.writer.flush_now() {
             tracing::error!(error = %e, "cannot persist topics.json");
@@ -285,7 +303,7 @@ mod tests {
     fn system_topics_autocreate_and_reload() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = BrokerConfig::default();
-        let m = TopicConfigManager::load(dir.path(), &cfg);
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
         assert!(m.get("TBW102").is_some());
         assert_eq!(m.get(reserved::SCHEDULE_TOPIC).unwrap().read_queue_nums, 18);
         let v0 = m.data_version().counter;
@@ -300,7 +318,7 @@ mod tests {
         ));
         m.persist_and_stop();
         drop(m);
-        let m = TopicConfigManager::load(dir.path(), &cfg);
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
         assert_eq!(m.get("NewTopic").unwrap().read_queue_nums, 4);
         assert!(m.delete("NewTopic"));
         assert!(m.get("NewTopic").is_none());
@@ -313,7 +331,7 @@ mod tests {
             max_topic_count: 12,
             ..BrokerConfig::default()
         };
-        let m = TopicConfigManager::load(dir.path(), &cfg);
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
         // A retry topic asked for with two billion queues gets the limit.
         let ch = m
             .create_if_missing("%RETRY%G", 2_000_000_000, perm::READ | perm::WRITE)
@@ -338,5 +356,79 @@ mod tests {
         };
         assert!(matches!(err, TopicCreateError::TooMany(12)), "{err:?}");
         assert_eq!(m.len(), 12);
+    }
+
+    fn copy_config(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to.join("config")).unwrap();
+        for e in std::fs::read_dir(from.join("config")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join("config").join(e.file_name())).unwrap();
+        }
+    }
+
+    /// A creation is durable once acknowledged, through the journal alone:
+    /// a copy of the directory taken then (a crash) loads every topic, and
+    /// loading folds the journal into topics.json.
+    #[test]
+    fn creations_survive_a_crash_through_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig::default();
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
+        let before = std::fs::read(dir.path().join("config/topics.json")).unwrap();
+        let mut last = 0;
+        for i in 0..50 {
+            let ch = m
+                .create_on_send(&format!("J{i}"), "TBW102", 4, true)
+                .unwrap();
+            last = ch.generation.unwrap();
+        }
+        assert!(m.delete("J7"));
+        let ch = m.create_on_send("J50", "TBW102", 4, true).unwrap();
+        last = last.max(ch.generation.unwrap());
+        block_on(m.persisted(last)).unwrap();
+        // Acknowledged by an append, not by a rewrite of topics.json.
+        let after = std::fs::read(dir.path().join("config/topics.json")).unwrap();
+        assert_eq!(before, after);
+        let crashed = tempfile::tempdir().unwrap();
+        copy_config(dir.path(), crashed.path());
+        let live = m.snapshot();
+        let r = TopicConfigManager::load(crashed.path(), &cfg).unwrap();
+        assert_eq!(r.snapshot(), live, "replay equals the table");
+        assert!(r.get("J7").is_none() && r.get("J50").is_some());
+        let journal = crate::metadata::topic_journal::topics_journal_path(crashed.path());
+        assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0);
+        let text = std::fs::read_to_string(crashed.path().join("config/topics.json")).unwrap();
+        assert_eq!(TopicsFile::parse(&text).unwrap(), live);
+        // A clean stop leaves topics.json complete too.
+        m.persist_and_stop();
+        let text = std::fs::read_to_string(dir.path().join("config/topics.json")).unwrap();
+        assert_eq!(TopicsFile::parse(&text).unwrap(), live);
+    }
+
+    #[test]
+    fn a_damaged_journal_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig::default();
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
+        for i in 0..3 {
+            let ch = m
+                .create_on_send(&format!("D{i}"), "TBW102", 4, true)
+                .unwrap();
+            block_on(m.persisted(ch.generation.unwrap())).unwrap();
+        }
+        let crashed = tempfile::tempdir().unwrap();
+        copy_config(dir.path(), crashed.path());
+        let journal = crate::metadata::topic_journal::topics_journal_path(crashed.path());
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes[10] ^= 0x20; // inside the first of three frames
+        std::fs::write(&journal, &bytes).unwrap();
+        let err = TopicConfigManager::load(crashed.path(), &cfg)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("topics.json.journal") && err.contains("offset 0"),
+            "{err}"
+        );
+        m.persist_and_stop();
     }
 }

@@ -344,10 +344,32 @@ fn store(b: &Broker) -> StoreSnap {
         flushed_offset: st.commit_log_flushed_offset,
         flush_behind_bytes: flush_behind,
         dispatch_behind_bytes: st.dispatch_behind_bytes,
-        storage_size_bytes: dir_size(&b.config.store_path_root_dir),
+        storage_size_bytes: cached_dir_size(&b.config.store_path_root_dir),
         disk_used_ratio: cl.disk().used_percent().map(|p| f64::from(p) / 100.0),
         poisoned: st.poisoned,
     }
+}
+
+/// How long a measured store size is reused: the walk stats every file of
+/// the store (two per queue with many topics), too much for every sample.
+const DIR_SIZE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The last store size measured, by directory: `(dir, when, bytes)`.
+static DIR_SIZE_CACHE: parking_lot::Mutex<Option<(std::path::PathBuf, std::time::Instant, u64)>> =
+    parking_lot::Mutex::new(None);
+
+/// [`dir_size`], measured at most once per [`DIR_SIZE_TTL`] per directory
+/// (the lock is not held during the walk).
+fn cached_dir_size(dir: &Path) -> u64 {
+    if let Some((d, at, bytes)) = DIR_SIZE_CACHE.lock().as_ref()
+        && d == dir
+        && at.elapsed() < DIR_SIZE_TTL
+    {
+        return *bytes;
+    }
+    let bytes = dir_size(dir);
+    *DIR_SIZE_CACHE.lock() = Some((dir.to_path_buf(), std::time::Instant::now(), bytes));
+    bytes
 }
 
 /// Disk space taken by the files under `dir` (allocated blocks, so the
