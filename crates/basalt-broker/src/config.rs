@@ -72,14 +72,10 @@ pub struct BrokerConfig {
     pub clean_file_forcibly_enable: bool,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
-    /// `enableSingleTopicRegister` (Basalt's default true, RocketMQ's
-    /// false): a created topic is registered alone with
-    /// REGISTER_TOPIC_IN_NAMESRV (217); when false, with a REGISTER_BROKER
-    /// that carries only that topic (RocketMQ's
-    /// `registerIncrementBrokerData`). Basalt defaults to 217 because the
-    /// C++ client's compatibility test loses 30 s (a route poll) per new
-    /// topic with the incremental REGISTER_BROKER, for a reason not yet
-    /// found (docs/protocol.md).
+    /// `enableSingleTopicRegister` (RocketMQ's default false): a created
+    /// topic is registered alone with REGISTER_TOPIC_IN_NAMESRV (217);
+    /// when false, with a REGISTER_BROKER that carries only that topic
+    /// (RocketMQ's `registerIncrementBrokerData`).
     pub enable_single_topic_register: bool,
     pub default_topic_queue_nums: i32,
     pub broker_permission: i32,
@@ -215,7 +211,7 @@ impl Default for BrokerConfig {
             clean_file_forcibly_enable: true,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
-            enable_single_topic_register: true,
+            enable_single_topic_register: false,
             default_topic_queue_nums: 8,
             broker_permission: 6,
             max_message_size: 4 * 1024 * 1024,

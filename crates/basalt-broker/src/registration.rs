@@ -112,12 +112,22 @@ impl Registrar {
     }
 
     /// RocketMQ's `registerIncrementBrokerData`: a REGISTER_BROKER whose
-    /// table holds one topic, stamped with the table's version (a
-    /// NameServer adds queue data from a registration, it removes none).
+    /// table holds one topic, stamped with the version that change made (a
+    /// NameServer adds queue data from a registration, it removes none). Not
+    /// the table's current version: a NameServer takes a table only when its
+    /// version differs from the broker's previous registration, so two
+    /// creations registering at once with the same current version lost the
+    /// second topic until a later change (the C++ client's test, creating
+    /// topics from five threads, waited for its 30 s route poll).
     /// True when every NameServer took it.
-    async fn register_increment(&self, tc: &TopicSettings) -> bool {
+    async fn register_increment(&self, change: &TopicChange) -> bool {
+        let tc = &change.config;
+        let version = change
+            .version
+            .clone()
+            .unwrap_or_else(|| self.topics.data_version());
         let wrapper = TopicConfigSerializeWrapper {
-            data_version: self.topics.data_version().to_wire(),
+            data_version: version.to_wire(),
             topic_config_table: [(tc.topic_name.clone(), tc.to_wire())].into(),
         };
         self.register_table(wrapper).await
@@ -246,7 +256,7 @@ impl Registrar {
         let taken = if self.config.enable_single_topic_register {
             self.register_topic(&change.config).await
         } else {
-            self.register_increment(&change.config).await
+            self.register_increment(change).await
         };
         if taken {
             return Ok(());

@@ -315,3 +315,60 @@ async fn a_namesrv_routes_the_new_topic_and_a_late_one_converges() {
     late.shutdown().await;
     up.shutdown().await;
 }
+
+/// Topics created at once, each registered alone in a REGISTER_BROKER
+/// (RocketMQ's default): every one is routed as soon as its send is
+/// answered. Each registration carries the version its own change made; with
+/// the table's current version, the creations that shared one journal sync
+/// all carried the same version, and the NameServer, which takes a table
+/// only when the version changed, kept the first topic and dropped the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_created_at_once_are_all_routed() {
+    let ns = NameServer::start(NamesrvConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        store_path_root_dir: dir.path().to_path_buf(),
+        listen_addr: "127.0.0.1".parse().unwrap(),
+        listen_port: 0,
+        namesrv_addr: Some(ns.local_addr().to_string()),
+        // No periodic round during the test: only the single-topic
+        // registrations can have routed the topics.
+        register_name_server_period: Duration::from_secs(3600),
+        mapped_file_size_commit_log: 1024 * 1024,
+        disk_space_warning_level_ratio: 100,
+        disk_space_clean_forcibly_ratio: 100,
+        enable_single_topic_register: false,
+        ..Default::default()
+    };
+    let broker = basalt_broker::start(cfg).await.unwrap();
+    let client = Arc::new(RemotingClient::new(RemotingClientConfig::default()));
+    let addr = broker.broker().broker_addr();
+    let topics: Vec<String> = (0..8).map(|i| format!("AtOnce{i}")).collect();
+    let mut sends = tokio::task::JoinSet::new();
+    for t in &topics {
+        let (client, addr, t) = (Arc::clone(&client), addr.clone(), t.clone());
+        sends.spawn(async move {
+            client
+                .invoke(&addr, first_send(&t), Duration::from_secs(20))
+                .await
+        });
+    }
+    while let Some(r) = sends.join_next().await {
+        let r = r.unwrap().unwrap();
+        assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+    }
+    let ns_addr = ns.local_addr().to_string();
+    for t in &topics {
+        assert!(
+            route_of(&client, &ns_addr, t).await.is_some(),
+            "{t} is not routed after its send was answered"
+        );
+    }
+    broker.shutdown().await;
+    ns.shutdown().await;
+}

@@ -35,6 +35,11 @@ pub enum TopicCreateError {
 pub struct TopicChange {
     pub config: TopicSettings,
     pub generation: Option<u64>,
+    /// The table's version this change made (`None`: nothing changed). A
+    /// registration of this change alone carries it: concurrent changes then
+    /// reach a NameServer with versions of their own, and none is taken for
+    /// a repeat of the one before and ignored.
+    pub version: Option<TableVersion>,
 }
 
 /// Limits on what clients may create.
@@ -181,7 +186,7 @@ impl TopicConfigManager {
             .map_err(|e| TopicCreateError::InvalidName(e.to_string()))?;
         self.check_queues(t.read_queue_nums)?;
         self.check_queues(t.write_queue_nums)?;
-        let generation = {
+        let (generation, version) = {
             let mut w = self.inner.write();
             if !w.topic_config_table.contains_key(&t.topic_name)
                 && w.topic_config_table.len() >= self.limits.max_topics
@@ -190,16 +195,18 @@ impl TopicConfigManager {
             }
             w.topic_config_table.insert(t.topic_name.clone(), t.clone());
             w.data_version.next_version(now_millis());
+            let version = w.data_version.clone();
             let entry = TopicJournalEntry::Put {
-                version: w.data_version.clone(),
+                version: version.clone(),
                 topic: t.clone(),
             };
             // Under the table's lock: the journal keeps the table's order.
-            self.writer.record_change(entry.encode())
+            (self.writer.record_change(entry.encode()), version)
         };
         Ok(TopicChange {
             config: t,
             generation: Some(generation),
+            version: Some(version),
         })
     }
 
@@ -217,6 +224,7 @@ impl TopicConfigManager {
             return Ok(TopicChange {
                 config: t,
                 generation: None,
+                version: None,
             });
         }
         let not_allowed = || TopicCreateError::NotAllowed(topic.to_string());
@@ -248,6 +256,7 @@ impl TopicConfigManager {
             return Ok(TopicChange {
                 config: t,
                 generation: None,
+                version: None,
             });
         }
         let mut t = TopicSettings::new(topic, queues.clamp(1, self.limits.max_queues));
