@@ -60,6 +60,22 @@ impl RequestProcessor for SlowNamesrv {
     }
 }
 
+/// A broker on a free port of 127.0.0.1 with its store in `dir`,
+/// registering with `namesrv` (`;`-separated addresses).
+fn broker_config(dir: &tempfile::TempDir, namesrv: String) -> BrokerConfig {
+    BrokerConfig {
+        store_path_root_dir: dir.path().to_path_buf(),
+        listen_addr: "127.0.0.1".parse().unwrap(),
+        listen_port: 0,
+        namesrv_addr: Some(namesrv),
+        mapped_file_size_commit_log: 1024 * 1024,
+        // Tests must not depend on how full the machine's disk is.
+        disk_space_warning_level_ratio: 100,
+        disk_space_clean_forcibly_ratio: 100,
+        ..Default::default()
+    }
+}
+
 struct Setup {
     _dir: tempfile::TempDir,
     ns: ServerHandle,
@@ -87,16 +103,8 @@ async fn setup_with(single_topic: bool, broker_single: bool) -> Setup {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        store_path_root_dir: dir.path().to_path_buf(),
-        listen_addr: "127.0.0.1".parse().unwrap(),
-        listen_port: 0,
-        namesrv_addr: Some(ns.local_addr().to_string()),
-        mapped_file_size_commit_log: 1024 * 1024,
-        // Tests must not depend on how full the machine's disk is.
-        disk_space_warning_level_ratio: 100,
-        disk_space_clean_forcibly_ratio: 100,
         enable_single_topic_register: broker_single,
-        ..Default::default()
+        ..broker_config(&dir, ns.local_addr().to_string())
     };
     let broker = basalt_broker::start(cfg).await.unwrap();
     Setup {
@@ -266,15 +274,8 @@ async fn a_namesrv_routes_the_new_topic_and_a_late_one_converges() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        store_path_root_dir: dir.path().to_path_buf(),
-        listen_addr: "127.0.0.1".parse().unwrap(),
-        listen_port: 0,
-        namesrv_addr: Some(format!("{};{late_addr}", up.local_addr())),
         register_name_server_period: Duration::from_millis(500),
-        mapped_file_size_commit_log: 1024 * 1024,
-        disk_space_warning_level_ratio: 100,
-        disk_space_clean_forcibly_ratio: 100,
-        ..Default::default()
+        ..broker_config(&dir, format!("{};{late_addr}", up.local_addr()))
     };
     let broker = basalt_broker::start(cfg).await.unwrap();
     let client = RemotingClient::new(RemotingClientConfig::default());
@@ -332,18 +333,11 @@ async fn topics_created_at_once_are_all_routed() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        store_path_root_dir: dir.path().to_path_buf(),
-        listen_addr: "127.0.0.1".parse().unwrap(),
-        listen_port: 0,
-        namesrv_addr: Some(ns.local_addr().to_string()),
         // No periodic round during the test: only the single-topic
         // registrations can have routed the topics.
         register_name_server_period: Duration::from_secs(3600),
-        mapped_file_size_commit_log: 1024 * 1024,
-        disk_space_warning_level_ratio: 100,
-        disk_space_clean_forcibly_ratio: 100,
         enable_single_topic_register: false,
-        ..Default::default()
+        ..broker_config(&dir, ns.local_addr().to_string())
     };
     let broker = basalt_broker::start(cfg).await.unwrap();
     let client = Arc::new(RemotingClient::new(RemotingClientConfig::default()));
