@@ -1,0 +1,218 @@
+//! Tests of [`super::ConsumeQueue`] (kept apart to keep the module short).
+
+use super::*;
+use std::path::PathBuf;
+
+fn unit(p: i64) -> CqUnit {
+    CqUnit {
+        physical_offset: p,
+        size: 100,
+        tags_code: p * 7,
+    }
+}
+
+#[test]
+fn put_read_roll_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+    cq.load().unwrap();
+    for i in 0..25 {
+        cq.put_unit(i, unit(i * 100)).unwrap();
+    }
+    assert_eq!(cq.max_offset(), 25);
+    assert_eq!(cq.min_offset(), 0);
+    assert_eq!(cq.unit_at(13), Some(unit(1300)));
+    let run = cq.units_from(7).unwrap();
+    assert_eq!(run.len(), 3);
+    assert_eq!(run.iter().next(), Some(unit(700)));
+    // A repeat is skipped.
+    cq.put_unit(24, unit(2400)).unwrap();
+    assert_eq!(cq.max_offset(), 25);
+    drop(cq);
+
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+    cq.load().unwrap();
+    cq.recover().unwrap();
+    assert_eq!(cq.max_offset(), 25);
+    assert_eq!(cq.max_physic_offset(), 2500);
+    cq.truncate_dirty(1500).unwrap();
+    assert_eq!(cq.max_offset(), 15);
+    assert_eq!(cq.max_physic_offset(), 1500);
+    cq.put_unit(15, unit(1500)).unwrap();
+    assert_eq!(cq.max_offset(), 16);
+}
+
+#[test]
+fn first_file_may_start_late_and_gaps_are_filled() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 1, 10 * UNIT_SIZE);
+    cq.load().unwrap();
+    cq.put_unit(23, unit(5000)).unwrap();
+    assert_eq!(cq.min_offset(), 23);
+    assert_eq!(cq.max_offset(), 24);
+    assert!(cq.unit_at(20).unwrap().is_filler());
+    cq.put_unit(26, unit(6000)).unwrap();
+    assert_eq!(cq.max_offset(), 27);
+    assert!(cq.unit_at(25).unwrap().is_filler());
+}
+
+#[test]
+fn delete_expired_and_correct_min() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+    cq.load().unwrap();
+    for i in 0..35 {
+        cq.put_unit(i, unit(i * 100)).unwrap();
+    }
+    // CommitLog now starts at 1300: units 0..=12 are gone; file 0 goes.
+    assert_eq!(cq.delete_expired(1300).unwrap(), 1);
+    assert_eq!(cq.min_offset(), 13);
+    assert!(cq.units_from(5).is_none());
+}
+
+#[test]
+fn recover_cuts_torn_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+    cq.load().unwrap();
+    for i in 0..5 {
+        cq.put_unit(i, unit(i * 100)).unwrap();
+    }
+    cq.flush(0).unwrap();
+    let path = cq.files().first().unwrap().path().to_path_buf();
+    drop(cq);
+    // Zero unit 3 (a torn write): units 3 and 4 go.
+    let mut raw = std::fs::read(&path).unwrap();
+    raw[60..80].fill(0);
+    std::fs::write(&path, raw).unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+    cq.load().unwrap();
+    assert_eq!(cq.recover().unwrap(), 1);
+    assert_eq!(cq.max_offset(), 3);
+}
+
+/// Drops the file's pages from the page cache (they are clean: flushed),
+/// so that what recovery reads shows up in `mincore`.
+fn evict(path: &Path) {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    // SAFETY: fadvise on a descriptor we own.
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+}
+
+/// Writes `n` units into a fresh queue of `file_units`-unit files and
+/// flushes them; returns the path of its first file.
+fn written_queue(dir: &Path, file_units: usize, n: i64) -> PathBuf {
+    let cq = ConsumeQueue::new(dir, "T", 0, file_units * UNIT_SIZE);
+    cq.load().unwrap();
+    if n == 0 {
+        // An empty file, as a crash right after its creation leaves it.
+        cq.files().last_writable_for(0, UNIT_SIZE).unwrap();
+    }
+    for i in 0..n {
+        cq.put_unit(i, unit(i * 100)).unwrap();
+    }
+    cq.flush(0).unwrap();
+    cq.files().first().unwrap().path().to_path_buf()
+}
+
+/// Recovers the queue in `dir` from a cold page cache and returns it with
+/// the file's resident pages afterwards.
+fn recover_cold(dir: &Path, file_units: usize, path: &Path) -> (ConsumeQueue, u64, usize) {
+    evict(path);
+    let cq = ConsumeQueue::new(dir, "T", 0, file_units * UNIT_SIZE);
+    cq.load().unwrap();
+    let f = cq.files().first().unwrap();
+    assert_eq!(
+        f.resident_pages(),
+        Some(0),
+        "page cache dropped before recovery"
+    );
+    let dropped = cq.recover().unwrap();
+    let resident = f.resident_pages().unwrap();
+    (cq, dropped, resident)
+}
+
+/// Pages that hold units `[0, n)`.
+fn pages_of(n: usize) -> usize {
+    (n * UNIT_SIZE).div_ceil(crate::mapped_file::PAGE_SIZE)
+}
+
+#[test]
+fn used_length_of_an_empty_file_reads_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let units = 3 * 4096; // a 60-page file
+    let path = written_queue(dir.path(), units, 0);
+    let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);
+    assert_eq!((cq.max_offset(), dropped), (0, 0));
+    assert_eq!(cq.max_physic_offset(), -1);
+    assert_eq!(resident, 0, "an empty queue file is never read");
+    // It costs at most one page of blocks on disk, not the file's size.
+    use std::os::unix::fs::MetadataExt;
+    assert!(std::fs::metadata(&path).unwrap().blocks() * 512 <= 4096);
+    cq.put_unit(0, unit(0)).unwrap();
+    assert_eq!(cq.max_offset(), 1);
+}
+
+#[test]
+fn used_length_of_a_full_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let units = 4096; // 20 pages exactly
+    let path = written_queue(dir.path(), units, units as i64);
+    let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);
+    assert_eq!((cq.max_offset(), dropped), (units as i64, 0));
+    assert_eq!(cq.max_physic_offset(), (units as i64 - 1) * 100 + 100);
+    assert!(resident <= pages_of(units), "{resident} pages");
+    assert_eq!(
+        used_prefix(&cq.files().first().unwrap()).len,
+        units * UNIT_SIZE
+    );
+}
+
+#[test]
+fn used_length_with_a_torn_last_unit_reads_only_the_used_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let units = 3 * 4096; // a 60-page file
+    let n = 1000;
+    let path = written_queue(dir.path(), units, n);
+    // Tear unit 999: its offset reached the disk, its size did not.
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&[0u8; 4], 999 * UNIT_SIZE as u64 + 8)
+            .unwrap();
+        f.sync_all().unwrap();
+    }
+    let torn = MappedFile::open(&path, 0, units * UNIT_SIZE).unwrap();
+    assert!(
+        used_prefix(&torn).dirty_tail,
+        "the torn unit's offset is past the used part"
+    );
+    drop(torn);
+    let (cq, dropped, resident) = recover_cold(dir.path(), units, &path);
+    assert_eq!((cq.max_offset(), dropped), (999, 0));
+    assert_eq!(cq.max_physic_offset(), 998 * 100 + 100);
+    assert!(
+        resident <= pages_of(n as usize),
+        "{resident} pages resident; the units use {}",
+        pages_of(n as usize)
+    );
+    // The cut cleared the torn unit's bytes: nothing past the used part
+    // is left to clear.
+    let after = used_prefix(&cq.files().first().unwrap());
+    assert_eq!((after.len, after.dirty_tail), (999 * UNIT_SIZE, false));
+    // The torn unit is gone for good and its slot is written again.
+    cq.put_unit(999, unit(99_900)).unwrap();
+    assert_eq!(cq.unit_at(999), Some(unit(99_900)));
+}
+
+#[test]
+fn a_unit_torn_across_a_hole_is_read_as_zeros() {
+    let raw = [7u8; 40];
+    // Only 32 bytes written: the second unit's tags lie in a hole.
+    let u = unit_below(&raw, 20, 32);
+    assert_eq!(u.size, i32::from_be_bytes([7; 4]));
+    assert_eq!(u.tags_code, 0);
+    assert_eq!(unit_below(&raw, 20, 0), CqUnit::decode(&[0; 20]));
+}
