@@ -113,6 +113,17 @@ pub struct UsedPrefix {
 /// page of page cache at start, not the file's size in zero-filled pages.
 /// Stray valid units after the end are counted only in written ranges too.
 pub fn used_prefix(f: &MappedFile) -> UsedPrefix {
+    used_prefix_after(f, None)
+}
+
+/// [`used_prefix`] of a file whose predecessor's last real unit ends at
+/// `prev_end` (None: no predecessor, or only fillers): the file's first
+/// real unit must not point below it either. Units straddle sectors, and
+/// the unsynced first unit of a new file can persist torn to a low offset
+/// just as one in the middle of a file can (the soak found them at queue
+/// offset 16, the first unit of the second 16-unit file: seeds 12694,
+/// 14709, 19817).
+pub fn used_prefix_after(f: &MappedFile, prev_end: Option<i64>) -> UsedPrefix {
     let raw = f.raw();
     let ranges = f.data_ranges(0);
     // Units are written from the start without gaps: the used part can only
@@ -123,6 +134,7 @@ pub fn used_prefix(f: &MappedFile) -> UsedPrefix {
     };
     let mut pos = 0;
     let mut max_physic_offset = None;
+    let mut end_before = prev_end;
     while pos + UNIT_SIZE <= raw.len() {
         let u = unit_below(raw, pos, written);
         if !u.is_valid() {
@@ -133,11 +145,12 @@ pub fn used_prefix(f: &MappedFile) -> UsedPrefix {
         // bytes), not a unit; it ends the used part like an invalid one
         // (the power-loss simulator's soak found one, seed 2267, kept by
         // recovery because it lowered the queue's physical end).
-        if !u.is_filler() && max_physic_offset.is_some_and(|end| u.physical_offset < end) {
+        if !u.is_filler() && end_before.is_some_and(|end| u.physical_offset < end) {
             break;
         }
         if !u.is_filler() {
             max_physic_offset = Some(u.physical_offset + u.size as i64);
+            end_before = max_physic_offset;
         }
         pos += UNIT_SIZE;
     }
@@ -176,6 +189,18 @@ fn unit_below(raw: &[u8], pos: usize, written: usize) -> CqUnit {
         b[..written - pos].copy_from_slice(&raw[pos..written]);
     }
     CqUnit::decode(&b)
+}
+
+/// Physical end of the last valid real (non-filler) unit among the
+/// committed units of `f`.
+fn last_real_unit_end(f: &MappedFile) -> Option<i64> {
+    let bytes = f.slice_from(0)?;
+    bytes
+        .chunks_exact(UNIT_SIZE)
+        .rev()
+        .map(CqUnit::decode)
+        .find(|u| u.is_valid() && !u.is_filler())
+        .map(|u| u.physical_offset + u.size as i64)
 }
 
 /// See the module documentation.
@@ -245,14 +270,19 @@ impl ConsumeQueue {
         let mut valid_end = files[start].start_offset();
         let mut max_phys = -1i64;
         let mut dropped = 0u64;
+        // Units follow the CommitLog across file boundaries too.
+        let mut prev_end = start
+            .checked_sub(1)
+            .and_then(|i| last_real_unit_end(&files[i]));
         // The last file ends in zeros past its used part (the usual case):
         // setting its positions is the whole cut, without the second walk of
         // its written ranges (a file open and seeks) a general cut makes.
         let mut clean_last = None;
         for (i, f) in files.iter().enumerate().skip(start) {
-            let used = used_prefix(f);
+            let used = used_prefix_after(f, prev_end);
             if let Some(p) = used.max_physic_offset {
                 max_phys = p;
+                prev_end = Some(p);
             }
             valid_end = f.start_offset() + used.len as i64;
             if used.len < f.size() {
@@ -285,17 +315,12 @@ impl ConsumeQueue {
     /// Physical end of the newest real unit (used when the last files hold
     /// only fillers); -1 if there is none.
     fn scan_max_physic_offset(&self) -> i64 {
-        for f in self.files.files().iter().rev() {
-            if let Some(bytes) = f.slice_from(0) {
-                for c in bytes.chunks_exact(UNIT_SIZE).rev() {
-                    let u = CqUnit::decode(c);
-                    if u.is_valid() && !u.is_filler() {
-                        return u.physical_offset + u.size as i64;
-                    }
-                }
-            }
-        }
-        -1
+        self.files
+            .files()
+            .iter()
+            .rev()
+            .find_map(|f| last_real_unit_end(f))
+            .unwrap_or(-1)
     }
 
     /// Appends the unit for queue offset `cq_offset`. Dispatch thread only.

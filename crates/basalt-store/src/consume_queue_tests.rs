@@ -216,3 +216,38 @@ fn a_unit_torn_across_a_hole_is_read_as_zeros() {
     assert_eq!(u.tags_code, 0);
     assert_eq!(unit_below(&raw, 20, 0), CqUnit::decode(&[0; 20]));
 }
+
+/// Overwrites bytes of a queue file on disk (a torn write left them).
+fn patch(path: &Path, at: usize, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(bytes, at as u64).unwrap();
+    f.sync_all().unwrap();
+}
+
+/// Regression (soak seeds 12694, 14709, 19817): the first unit of a later
+/// file, torn to an offset below the end of the unit before it (the last
+/// of the previous file), passed as valid; recovery kept it and every
+/// unit after it, and the queue's max physical offset fell below the
+/// re-dispatched region, so the cut of that region skipped the queue.
+#[test]
+fn a_torn_first_unit_of_a_later_file_ends_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 4 * UNIT_SIZE);
+    cq.load().unwrap();
+    for i in 0..6 {
+        cq.put_unit(i, unit(i * 100)).unwrap();
+    }
+    cq.flush(0).unwrap();
+    let second = cq.files().files()[1].path().to_path_buf();
+    drop(cq);
+    // Unit 4's offset lost its high bytes: 400 became 133.
+    patch(&second, 0, &133i64.to_be_bytes());
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 4 * UNIT_SIZE);
+    cq.load().unwrap();
+    cq.recover().unwrap();
+    assert_eq!(cq.max_offset(), 4);
+    assert_eq!(cq.max_physic_offset(), 400);
+    cq.put_unit(4, unit(400)).unwrap();
+    assert_eq!(cq.unit_at(4), Some(unit(400)));
+}
