@@ -428,21 +428,30 @@ impl ConsumeQueue {
         offset + units - offset % units
     }
 
-    /// Drops every unit whose message starts at or after `phys` (the CommitLog
-    /// was cut there).
+    /// Drops every unit whose message does not end at or before `phys` (the
+    /// CommitLog was cut there, or is dispatched again from there): those
+    /// that start at or after it, and a unit that claims to run past it.
+    /// No record straddles a CommitLog file start, and a record straddling
+    /// the log's end is not in the log; a unit that does is a torn one,
+    /// such as a filler (`size` 0x7fffffff) whose last bytes were lost,
+    /// which then poses as a record of 2 GiB at offset 0, hides every unit
+    /// re-dispatched after it as a repeat, and leaves its queue empty (the
+    /// soak found it, seeds 6206, 12522).
     pub fn truncate_dirty(&self, phys: i64) -> Result<()> {
         if self.max_physic_offset() <= phys && self.max_physic_offset() >= 0 {
             return Ok(());
         }
-        // Binary search for the first unit at or past `phys`.
+        // Binary search for the first unit ending past `phys`. Units of a
+        // recovered queue follow the CommitLog (see `used_prefix`), so
+        // their ends rise with their offsets.
         let min = self.files.min_offset() / UNIT_SIZE as i64;
         let max = self.max_offset();
         let mut lo = min;
         let mut hi = max;
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let keep = match self.effective_physical_offset(mid, max) {
-                Some(p) => p < phys,
+            let keep = match self.effective_unit(mid, max) {
+                Some(u) => u.physical_offset + u.size as i64 <= phys,
                 None => true,
             };
             if keep {
@@ -470,11 +479,17 @@ impl ConsumeQueue {
     /// next real unit's (fillers stand in for messages just before it), so
     /// that binary searches stay monotone. `None` past the last real unit.
     fn effective_physical_offset(&self, idx: i64, max: i64) -> Option<i64> {
+        self.effective_unit(idx, max).map(|u| u.physical_offset)
+    }
+
+    /// The unit that orders unit `idx` (see
+    /// [`ConsumeQueue::effective_physical_offset`]).
+    fn effective_unit(&self, idx: i64, max: i64) -> Option<CqUnit> {
         let mut i = idx;
         while i < max {
             let u = self.unit_at(i)?;
             if !u.is_filler() {
-                return Some(u.physical_offset);
+                return Some(u);
             }
             i += 1;
         }

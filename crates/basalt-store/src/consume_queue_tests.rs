@@ -251,3 +251,34 @@ fn a_torn_first_unit_of_a_later_file_ends_the_queue() {
     cq.put_unit(4, unit(400)).unwrap();
     assert_eq!(cq.unit_at(4), Some(unit(400)));
 }
+
+/// Regression (soak seeds 6206, 12522): a filler whose last bytes a power
+/// loss lost (size 0x7fff0000) is a valid unit posing as a record of 2 GiB
+/// at offset 0. The abnormal recovery's cut of the re-dispatched region
+/// kept it (it starts below the region), and every re-dispatched unit was
+/// then skipped as a repeat: the queue held no units for its records.
+#[test]
+fn a_torn_filler_is_cut_with_the_redispatched_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 16 * UNIT_SIZE);
+    cq.load().unwrap();
+    // A queue first dispatched at offset 5: fillers 0..5.
+    cq.put_unit(5, unit(9399)).unwrap();
+    cq.flush(0).unwrap();
+    let path = cq.files().first().unwrap().path().to_path_buf();
+    drop(cq);
+    let mut torn = [0u8; 6 * UNIT_SIZE];
+    torn[8..12].copy_from_slice(&0x7fff_0000i32.to_be_bytes());
+    patch(&path, 0, &torn);
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 16 * UNIT_SIZE);
+    cq.load().unwrap();
+    cq.recover().unwrap();
+    assert_eq!(cq.max_offset(), 1, "the torn filler looks valid");
+    // Abnormal recovery: re-dispatch from the CommitLog file at 8192.
+    cq.truncate_dirty(8192).unwrap();
+    assert_eq!(cq.max_offset(), 0);
+    cq.put_unit(5, unit(9399)).unwrap();
+    assert_eq!(cq.max_offset(), 6);
+    assert_eq!(cq.unit_at(5), Some(unit(9399)));
+    assert!(cq.unit_at(0).unwrap().is_filler());
+}
