@@ -497,7 +497,14 @@ impl ConsumeQueue {
     }
 
     /// Moves the min offset to the first unit whose message is still in the
-    /// CommitLog (which now starts at `commit_log_min`).
+    /// CommitLog (which now starts at `commit_log_min`). Fillers before that
+    /// unit stand for no message and are passed over too, as RocketMQ's
+    /// `correctMinOffset` passes over them (their offset, 0, is below any
+    /// CommitLog start past 0). A min offset left on a filler that ends its
+    /// file answered the first pull with `NoMatchedMessage`: after a power
+    /// loss took the unsynced unit of a message that cleanup had already
+    /// deleted, re-dispatch filled its slot (the last of a 16-unit file in
+    /// the soak's seeds 5609, 18685) and the min offset stopped there.
     pub fn correct_min_offset(&self, commit_log_min: i64) {
         let first = self.files.min_offset() / UNIT_SIZE as i64;
         let max = self.max_offset();
@@ -510,6 +517,9 @@ impl ConsumeQueue {
                 None => lo = mid + 1,
                 _ => hi = mid,
             }
+        }
+        while lo < max && self.unit_at(lo).is_some_and(|u| u.is_filler()) {
+            lo += 1;
         }
         let new_min = lo * UNIT_SIZE as i64;
         if new_min > self.min_logic_offset.load(Ordering::Acquire) {

@@ -282,3 +282,26 @@ fn a_torn_filler_is_cut_with_the_redispatched_region() {
     assert_eq!(cq.unit_at(5), Some(unit(9399)));
     assert!(cq.unit_at(0).unwrap().is_filler());
 }
+
+/// Regression (soak seeds 5609, 18685): the min offset stopped on a filler
+/// (the slot of a unit lost with its message already cleaned up) at the end
+/// of a file, and the first pull there found only the filler and answered
+/// `NoMatchedMessage`. Fillers before the first message still in the
+/// CommitLog are passed over.
+#[test]
+fn the_min_offset_passes_over_leading_fillers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 10 * UNIT_SIZE);
+    cq.load().unwrap();
+    for i in 0..9 {
+        cq.put_unit(i, unit(i * 100)).unwrap();
+    }
+    // Unit 9 was lost; its slot is filled when unit 10 arrives.
+    cq.put_unit(10, unit(5000)).unwrap();
+    assert!(cq.unit_at(9).unwrap().is_filler());
+    // The CommitLog now starts past every message before unit 10's.
+    cq.correct_min_offset(4096);
+    assert_eq!(cq.min_offset(), 10);
+    let run = cq.units_from(cq.min_offset()).unwrap();
+    assert_eq!(run.iter().next(), Some(unit(5000)));
+}
