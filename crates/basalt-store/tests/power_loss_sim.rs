@@ -145,12 +145,18 @@ fn regression_seeds_of_fixed_bugs() {
 /// record brought back (8197, 9854), a gap left by head deletions (2332),
 /// a torn ConsumeQueue unit kept (2267), a gap among unsynced ConsumeQueue
 /// names (1842), a poisoned store raising its durable offset (17218), a
-/// zeroed STOREHOST exempting a record from the trailer rule (10635, 13583).
-/// See docs/fault-model.md.
+/// zeroed STOREHOST exempting a record from the trailer rule (10635, 13583),
+/// a torn first unit of a ConsumeQueue file (12694, 14709, 19817), a torn
+/// filler hiding re-dispatched units (6206, 12522), a min offset left on a
+/// filler (5609, 18685). See docs/fault-model.md.
 #[test]
 fn soak_regression_seeds() {
     run_seeds(
-        [1842, 2267, 2332, 8197, 9854, 10635, 12509, 13583, 17218].into_iter(),
+        [
+            1842, 2267, 2332, 5609, 6206, 8197, 9854, 10635, 12509, 12522, 12694, 13583, 14709,
+            17218, 18685, 19817,
+        ]
+        .into_iter(),
         RunOptions {
             steps: 200,
             ..RunOptions::default()

@@ -114,7 +114,8 @@ fn check_queues(store: &MessageStore, found: &[Found]) -> Result<(), Violation> 
             .push(f);
     }
     for ((topic, qid), recs) in &by_queue {
-        let pulled = pull_queue(store, topic, *qid)?;
+        let pulled =
+            pull_queue(store, topic, *qid).inspect_err(|_| dump_queue(store, topic, *qid, recs))?;
         let from = recs
             .iter()
             .position(|f| f.queue_offset >= store.min_offset_in_queue(topic, *qid));
@@ -127,23 +128,7 @@ fn check_queues(store: &MessageStore, found: &[Found]) -> Result<(), Violation> 
             let first = want.iter().zip(&got).position(|(w, g)| w != g);
             let at = first.unwrap_or(want.len().min(got.len()));
             let phys = recs[from.unwrap_or(recs.len())..].get(at).map(|f| f.phys);
-            if std::env::var("BASALT_SIM_DEBUG").is_ok()
-                && let Some(cq) = store
-                    .consume_queues()
-                    .all()
-                    .into_iter()
-                    .find(|q| q.topic() == topic && q.queue_id() == *qid)
-            {
-                let units: Vec<_> = (cq.min_offset()..cq.max_offset())
-                    .map(|o| (o, cq.unit_at(o)))
-                    .collect();
-                eprintln!(
-                    "queue units {units:?}\nrecords {:?}",
-                    recs.iter()
-                        .map(|f| (f.queue_offset, f.phys))
-                        .collect::<Vec<_>>()
-                );
-            }
+            dump_queue(store, topic, *qid, recs);
             return Err(format!(
                 "ConsumeQueue {topic}/{qid} disagrees with the CommitLog: {} units pulled, {} records; \
                  first difference at entry {at} (record at {phys:?}, queue offsets {:?} / {:?})",
@@ -172,6 +157,27 @@ fn check_queues(store: &MessageStore, found: &[Found]) -> Result<(), Violation> 
         }
     }
     Ok(())
+}
+
+/// With `BASALT_SIM_DEBUG`, prints a queue's units and its records.
+fn dump_queue(store: &MessageStore, topic: &str, qid: i32, recs: &[&Found]) {
+    if std::env::var("BASALT_SIM_DEBUG").is_err() {
+        return;
+    }
+    let Some(cq) = store.get_consume_queue(topic, qid) else {
+        return;
+    };
+    let units: Vec<_> = (cq.files().min_offset() / 20..cq.max_offset())
+        .map(|o| (o, cq.unit_at(o)))
+        .collect();
+    eprintln!(
+        "queue {topic}/{qid} min {} max {} units {units:?}\nrecords {:?}",
+        cq.min_offset(),
+        cq.max_offset(),
+        recs.iter()
+            .map(|f| (f.queue_offset, f.phys))
+            .collect::<Vec<_>>()
+    );
 }
 
 fn pull_queue(
