@@ -548,7 +548,17 @@ impl CommitLog {
     /// fsyncs pending data (if at least `least_pages` pages wait; 0: any) and
     /// publishes the new flushed offset. On failure the store is poisoned and
     /// waiters are failed. Returns the store time of the last flushed record.
-    pub(crate) fn flush(&self, least_pages: usize) -> Result<Option<i64>> {
+    ///
+    /// `note` gets the new flushed offset and that store time after the
+    /// fsync returned and before waiters are woken: what it notes (the
+    /// checkpoint's durable offset) is in place once a put is answered, so
+    /// a thread acting on the answer never sees the older value (the
+    /// power-loss simulator's replay depended on which thread ran first).
+    pub(crate) fn flush_noting(
+        &self,
+        least_pages: usize,
+        note: impl FnOnce(i64, Option<i64>),
+    ) -> Result<Option<i64>> {
         let ts = self
             .queue
             .find_by_offset(self.queue.flushed_where())
@@ -564,14 +574,16 @@ impl CommitLog {
                     let micros = started.elapsed().as_micros() as u64;
                     self.flush_stats.record(micros, puts);
                 }
-                self.flushed.publish(offset);
                 // The newest timestamp whose record is certainly flushed.
                 let ts = if offset >= self.queue.max_wrote_offset() {
                     ts_last
                 } else {
                     ts
                 };
-                Ok(ts.filter(|t| *t > 0))
+                let ts = ts.filter(|t| *t > 0);
+                note(offset, ts);
+                self.flushed.publish(offset);
+                Ok(ts)
             }
             Err(e) => {
                 self.health.poison(&e);

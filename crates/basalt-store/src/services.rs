@@ -150,18 +150,30 @@ pub fn start_flush_service(
 /// after the fsync returned, so the checkpoint never claims more than is on
 /// disk; the file itself is written by the ConsumeQueue flush service, so
 /// a flush costs no extra fsync. A failed flush poisons the store (in
-/// [`CommitLog::flush`]) and notes nothing.
+/// [`CommitLog::flush_noting`]) and notes nothing.
 fn flush_commit_log(commit_log: &CommitLog, checkpoint: &Checkpoint, least_pages: usize) {
-    if let Ok(ts) = commit_log.flush(least_pages) {
-        if let Some(ts) = ts {
-            checkpoint.set_physic_msg_timestamp(ts);
-        }
-        // A poisoned store claims nothing new: its files may not be what
-        // a flush covered (a CommitLog deletion whose fsync failed can come
-        // back at a power loss with a tail no flush reached; soak seed 17218).
-        if !commit_log.health().is_poisoned() {
-            checkpoint.advance_commit_log_durable_offset(commit_log.flushed_offset());
-        }
+    let _ = commit_log.flush_noting(least_pages, |flushed, ts| {
+        note_flush(commit_log, checkpoint, flushed, ts)
+    });
+}
+
+/// Notes a CommitLog flush that reached `flushed` in the checkpoint's
+/// memory, before the flush wakes its waiters (see
+/// [`CommitLog::flush_noting`]).
+pub(crate) fn note_flush(
+    commit_log: &CommitLog,
+    checkpoint: &Checkpoint,
+    flushed: i64,
+    ts: Option<i64>,
+) {
+    if let Some(ts) = ts {
+        checkpoint.set_physic_msg_timestamp(ts);
+    }
+    // A poisoned store claims nothing new: its files may not be what
+    // a flush covered (a CommitLog deletion whose fsync failed can come
+    // back at a power loss with a tail no flush reached; soak seed 17218).
+    if !commit_log.health().is_poisoned() {
+        checkpoint.advance_commit_log_durable_offset(flushed);
     }
 }
 

@@ -318,12 +318,9 @@ impl MessageStore {
     /// after a flush of the service.
     pub fn flush_commit_log(&self) -> Result<()> {
         self.commit_log.commit(0)?;
-        self.commit_log.flush(0)?;
-        // As in the flush service: a poisoned store claims nothing new.
-        if !self.health.is_poisoned() {
-            self.checkpoint
-                .advance_commit_log_durable_offset(self.commit_log.flushed_offset());
-        }
+        self.commit_log.flush_noting(0, |flushed, ts| {
+            services::note_flush(&self.commit_log, &self.checkpoint, flushed, ts)
+        })?;
         Ok(())
     }
 
