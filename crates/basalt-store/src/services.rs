@@ -286,14 +286,18 @@ pub fn start_consume_queue_flush_service(
     let wake = Arc::new(Signal::new());
     let stop_wake = Arc::clone(&wake);
     let cfg = commit_log.config().clone();
+    // What is on disk already: an unchanged checkpoint is not rewritten
+    // (a store opened on a full disk has no block for a new one). Sampled
+    // here, not when the thread first runs: by then a put may have moved
+    // the durable offset, and whether the last round rewrites the
+    // checkpoint would depend on thread timing (it made the power-loss
+    // simulator's replays draw their faults in different orders).
+    let mut last_written = CheckpointWritten {
+        times: checkpoint_content(&checkpoint),
+        no_space: false,
+    };
     ServiceThread::spawn("flush-cq", vec![Arc::clone(&wake)], move |stop| {
         let mut last_thorough = Instant::now();
-        // What is on disk already: an unchanged checkpoint is not rewritten
-        // (a store opened on a full disk has no block for a new one).
-        let mut last_written = CheckpointWritten {
-            times: checkpoint_content(&checkpoint),
-            no_space: false,
-        };
         loop {
             let stopping = stop.load(Ordering::Acquire);
             if !stopping {
