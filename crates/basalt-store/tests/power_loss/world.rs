@@ -162,12 +162,15 @@ impl World {
                 && let Some(st) = &self.store
             {
                 let cl = st.commit_log();
+                let stats = self.disk.stats();
                 eprintln!(
-                    "{name}: max {} flushed {} durable {:?} poisoned {}",
+                    "{name}: max {} flushed {} durable {:?} poisoned {} syncs {} failed {}",
                     cl.max_offset(),
                     cl.flushed_offset(),
                     st.checkpoint().commit_log_durable_offset(),
-                    st.health().is_poisoned()
+                    st.health().is_poisoned(),
+                    stats.syncs,
+                    stats.failed_syncs
                 );
             }
             if !go_on? {
@@ -271,6 +274,9 @@ impl World {
     fn clean_restart(&mut self) -> Result<bool, Violation> {
         if let Some(store) = self.store.take() {
             store.shutdown();
+            if std::env::var("BASALT_SIM_DEBUG").is_ok() {
+                eprintln!("shut down: syncs {}", self.disk.stats().syncs);
+            }
             if !store.health().is_poisoned() {
                 // A clean shutdown flushed everything it had accepted.
                 let end = self.log.values().map(|r| r.end).max().unwrap_or(0);
