@@ -61,6 +61,12 @@ impl CqUnit {
     pub fn is_filler(&self) -> bool {
         *self == FILLER
     }
+
+    /// CommitLog offset just past the unit's record; saturating, as a torn
+    /// unit read at recovery may hold any offset.
+    pub fn end(&self) -> i64 {
+        self.physical_offset.saturating_add(self.size as i64)
+    }
 }
 
 /// A run of consecutive units borrowed from one ConsumeQueue file.
@@ -149,7 +155,7 @@ pub fn used_prefix_after(f: &MappedFile, prev_end: Option<i64>) -> UsedPrefix {
             break;
         }
         if !u.is_filler() {
-            max_physic_offset = Some(u.physical_offset + u.size as i64);
+            max_physic_offset = Some(u.end());
             end_before = max_physic_offset;
         }
         pos += UNIT_SIZE;
@@ -200,7 +206,7 @@ fn last_real_unit_end(f: &MappedFile) -> Option<i64> {
         .rev()
         .map(CqUnit::decode)
         .find(|u| u.is_valid() && !u.is_filler())
-        .map(|u| u.physical_offset + u.size as i64)
+        .map(|u| u.end())
 }
 
 /// See the module documentation.
@@ -451,7 +457,7 @@ impl ConsumeQueue {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let keep = match self.effective_unit(mid, max) {
-                Some(u) => u.physical_offset + u.size as i64 <= phys,
+                Some(u) => u.end() <= phys,
                 None => true,
             };
             if keep {
@@ -469,7 +475,7 @@ impl ConsumeQueue {
         if lo > min
             && let Some(u) = self.unit_at(lo - 1).filter(|u| !u.is_filler())
         {
-            new_max = u.physical_offset + u.size as i64;
+            new_max = u.end();
         }
         self.max_physic_offset.store(new_max, Ordering::Release);
         Ok(())
@@ -540,9 +546,7 @@ impl ConsumeQueue {
                 .map(CqUnit::decode)
                 .find(|u| !u.is_filler());
             match last {
-                Some(u) if u.physical_offset + u.size as i64 <= commit_log_min => {
-                    victims.push(Arc::clone(f))
-                }
+                Some(u) if u.end() <= commit_log_min => victims.push(Arc::clone(f)),
                 None => victims.push(Arc::clone(f)),
                 _ => break,
             }

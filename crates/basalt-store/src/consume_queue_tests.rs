@@ -305,3 +305,26 @@ fn the_min_offset_passes_over_leading_fillers() {
     let run = cq.units_from(cq.min_offset()).unwrap();
     assert_eq!(run.iter().next(), Some(unit(5000)));
 }
+
+/// A torn unit may hold any offset: one near `i64::MAX` is a unit whose
+/// end saturates, not an overflow (a panic in debug builds), and the cut
+/// of the re-dispatched region drops it.
+#[test]
+fn a_unit_torn_to_a_huge_offset_does_not_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 16 * UNIT_SIZE);
+    cq.load().unwrap();
+    cq.put_unit(0, unit(0)).unwrap();
+    cq.put_unit(1, unit(100)).unwrap();
+    cq.flush(0).unwrap();
+    let path = cq.files().first().unwrap().path().to_path_buf();
+    drop(cq);
+    patch(&path, UNIT_SIZE, &(i64::MAX - 10).to_be_bytes());
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 16 * UNIT_SIZE);
+    cq.load().unwrap();
+    cq.recover().unwrap();
+    assert_eq!(cq.max_physic_offset(), i64::MAX);
+    cq.truncate_dirty(4096).unwrap();
+    assert_eq!(cq.max_offset(), 1);
+    assert_eq!(cq.max_physic_offset(), 100);
+}
