@@ -23,6 +23,10 @@ use crate::sim::{SimBuf, SimHandle};
 /// OS page size: the unit of `msync` and of block reservation steps.
 pub const PAGE_SIZE: usize = 4096;
 
+/// Bytes populated per `madvise` call: 64 pages, well under a millisecond
+/// of the mmap lock each (see [`Segment::prefault`]).
+const POPULATE_STEP: usize = 64 * PAGE_SIZE;
+
 /// How a segment uses the kernel. Only the real disk looks at it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SegmentOptions {
@@ -344,15 +348,7 @@ impl Segment {
         if !matches!(self.backing, Backing::Mapped { .. }) || self.len == 0 {
             return;
         }
-        // SAFETY: madvise on our own mapping's range.
-        let rc = unsafe {
-            libc::madvise(
-                self.ptr as *mut libc::c_void,
-                self.len,
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
-        if rc != 0 {
+        if !self.madvise_stepped(0, self.len, libc::MADV_POPULATE_WRITE) {
             for off in (0..self.len).step_by(PAGE_SIZE) {
                 // SAFETY: in bounds; writing zeros over the zeros of a fresh,
                 // unused file changes nothing.
@@ -374,15 +370,7 @@ impl Segment {
         if end <= start {
             return true;
         }
-        // SAFETY: advice on a range of our own mapping; the contents stay.
-        let rc = unsafe {
-            libc::madvise(
-                self.ptr.add(start) as *mut libc::c_void,
-                end - start,
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
-        rc == 0
+        self.madvise_stepped(start, end - start, libc::MADV_POPULATE_WRITE)
     }
 
     /// Maps `[from, from + len)` as clean pages without writing (best
@@ -392,15 +380,33 @@ impl Segment {
             return;
         }
         let len = len.min(self.len - from);
-        // SAFETY: madvise on a range inside our own mapping; reading never
-        // changes the file.
-        let _ = unsafe {
-            libc::madvise(
-                self.ptr.add(from) as *mut libc::c_void,
-                len,
-                libc::MADV_POPULATE_READ,
-            )
-        };
+        let _ = self.madvise_stepped(from, len, libc::MADV_POPULATE_READ);
+    }
+
+    /// Populates `[from, from + len)` of the mapping with `advice`
+    /// (`MADV_POPULATE_READ` or `_WRITE`, which leave the bytes as they
+    /// are) in steps of [`POPULATE_STEP`]. The kernel holds the process's
+    /// mmap lock for the whole of one call, and a new page-cache page costs
+    /// ~10 µs to zero-fill; one call over megabytes held it for tens of
+    /// milliseconds, long enough that an `mmap` (the allocator's, or a new
+    /// file's) queued behind it and every page fault of every thread queued
+    /// behind that. False if the kernel refused (too old for the advice).
+    fn madvise_stepped(&self, from: usize, len: usize, advice: libc::c_int) -> bool {
+        debug_assert_eq!(from % PAGE_SIZE, 0);
+        debug_assert!(from + len <= self.len);
+        let end = from + len;
+        let mut at = from;
+        while at < end {
+            let step = POPULATE_STEP.min(end - at);
+            // SAFETY: advice on a range inside our own mapping; both
+            // populate advices fault pages in and leave the contents.
+            let rc = unsafe { libc::madvise(self.ptr.add(at) as *mut libc::c_void, step, advice) };
+            if rc != 0 {
+                return false;
+            }
+            at += step;
+        }
+        true
     }
 
     /// Ranges of `[from, len)` that hold data, holes skipped. The simulated
