@@ -39,7 +39,7 @@ impl LedgerMode {
                 Ok(Ok(_)) => {}
                 Ok(Err(_)) => return,
                 Err(_) => {
-                    self.maybe_persist(&store, next, &mut last_persist);
+                    self.maybe_persist(&store, next, &mut last_persist).await;
                     continue;
                 }
             }
@@ -63,7 +63,7 @@ impl LedgerMode {
                 tracing::error!(index, error = %err, "dispatch of a committed entry failed; retrying it in 1 s");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            self.maybe_persist(&store, next, &mut last_persist);
+            self.maybe_persist(&store, next, &mut last_persist).await;
         }
     }
 
@@ -118,9 +118,11 @@ impl LedgerMode {
 
     /// Every second: fsync the queues, then record how far they go, so a
     /// restart resumes dispatch there (re-dispatching more is harmless).
-    pub(super) fn maybe_persist(
-        &self,
-        store: &MessageStore,
+    /// The fsyncs run on a blocking thread: on a runtime worker they stalled
+    /// every task queued behind it for as long as the disk took.
+    pub(super) async fn maybe_persist(
+        self: &Arc<Self>,
+        store: &Arc<MessageStore>,
         next: i64,
         last: &mut std::time::Instant,
     ) {
@@ -128,7 +130,10 @@ impl LedgerMode {
             return;
         }
         *last = std::time::Instant::now();
-        self.record_progress(store, next);
+        let (me, st) = (Arc::clone(self), Arc::clone(store));
+        if let Err(e) = tokio::task::spawn_blocking(move || me.record_progress(&st, next)).await {
+            tracing::warn!(member = %self.self_id, error = %e, "dispatch progress task failed; recorded at the next round");
+        }
     }
 
     /// fsyncs the queues, then records `next` as the dispatch progress.
