@@ -122,7 +122,7 @@ fn a_missing_ledger_data_fsync_is_caught() {
 /// the suite whatever its seed range becomes.
 #[test]
 fn regression_seeds_of_fixed_bugs() {
-    run_seeds(&[1, 5, 24, 26]);
+    run_seeds(&[1, 5, 24, 26, 192]);
 }
 
 #[test]

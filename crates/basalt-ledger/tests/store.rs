@@ -526,3 +526,28 @@ fn an_out_of_range_entry_index_is_damage() {
     assert_eq!(s.end_index(), 9);
     assert!(rec.cut.is_some_and(|(_, why)| why.contains("out of range")));
 }
+
+/// Regression (ledger power-loss simulator with the checker run after every
+/// restart, seed 192): `check_ledger_dir` refused a directory with index files
+/// after a gap in the names (a creation a power loss kept out of order), which
+/// recovery opens, treating them as an unsynced tail. The checker now lists
+/// them as strays and checks the contiguous run, as recovery does; its end
+/// position is right after the last entry, not after the blank that closed its
+/// file (recovery cuts that blank).
+#[test]
+fn the_checker_reports_files_after_a_gap_as_strays() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 60, 1);
+    sync(&mut s);
+    drop(s);
+    std::fs::remove_file(data_file(dir.path(), 2)).unwrap();
+    let r = check_ledger_dir(dir.path()).expect("a gap is an unsynced tail, not an error");
+    assert!(r.is_ok(), "{r}");
+    assert_eq!(r.data_files, 2);
+    assert!(r.stray_files.contains(&data_file(dir.path(), 3)), "{r}");
+    assert!(r.to_string().contains("after a gap"), "{r}");
+    // Recovery agrees: it keeps what the checker saw and removes the strays.
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!((s.end_index(), s.end_pos()), (r.last_index, r.end_pos));
+}

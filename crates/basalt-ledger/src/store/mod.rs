@@ -61,7 +61,7 @@ use parking_lot::RwLock;
 
 use crate::entry::{Entry, EntryHeader, HEADER_SIZE, INDEX_UNIT_SIZE, IndexUnit};
 
-pub use checker::{BadSpot, LedgerCheckReport, check_ledger_dir, scan_bytes};
+pub use checker::{BadSpot, LedgerCheckReport, check_ledger_dir, check_ledger_dir_on, scan_bytes};
 pub use error::LedgerStoreError;
 pub use jobs::{CheckpointJob, PrefaultJob, SyncJob};
 pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice};
