@@ -70,6 +70,15 @@ fn run_seeds(seeds: &[u64]) {
             let acked: u64 = reports.iter().map(|r| r.acked_appends).sum();
             let crashes: u64 = reports.iter().map(|r| r.crashes).sum();
             assert!(acked > 0 && crashes > 0, "{acked} acked, {crashes} crashes");
+            let purges: u64 = reports.iter().map(|r| r.purges).sum();
+            let cut_short: u64 = reports.iter().map(|r| r.purges_interrupted).sum();
+            let resets: u64 = reports.iter().map(|r| r.resets).sum();
+            let behind: u64 = reports.iter().map(|r| r.resets_past_purge).sum();
+            eprintln!(
+                "{} seeds: {acked} acked appends, {crashes} crashes, {purges} purges \
+                 ({cut_short} cut short by a power loss), {resets} resets ({behind} past a purge)",
+                reports.len()
+            );
         }
         Err((seed, e)) => panic!(
             "{e}\nreplay with: BASALT_SIM_SEED={seed} cargo test -p basalt-ledger --test ledger_power_loss suite -- --nocapture"
@@ -122,7 +131,7 @@ fn a_missing_ledger_data_fsync_is_caught() {
 /// the suite whatever its seed range becomes.
 #[test]
 fn regression_seeds_of_fixed_bugs() {
-    run_seeds(&[1, 5, 24, 26, 192]);
+    run_seeds(&[1, 5, 24, 26, 33, 192]);
 }
 
 #[test]

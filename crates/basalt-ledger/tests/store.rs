@@ -551,3 +551,31 @@ fn the_checker_reports_files_after_a_gap_as_strays() {
     let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
     assert_eq!((s.end_index(), s.end_pos()), (r.last_index, r.end_pos));
 }
+
+/// A purge whose directory sync fails poisons the store: the directory's
+/// state on disk is then unknown, and a later sync that reports success need
+/// not cover the earlier removal (a power loss could bring back an older file
+/// after a newer one is gone, a gap that cuts the log).
+#[test]
+fn a_failed_directory_sync_during_a_purge_poisons_the_store() {
+    use basalt_disk::{Disk, SimDisk};
+    let sim = SimDisk::new(7);
+    let dir = std::path::PathBuf::from("/ledger");
+    let (mut s, _) = LedgerStore::open_on(Disk::Sim(sim.handle()), opts(&dir)).unwrap();
+    append(&mut s, 0, 60, 1);
+    sync(&mut s);
+    s.set_committed(59);
+    let job = s.prepare_purge(3 * DATA).unwrap();
+    assert!(job.operations() > 0);
+    sim.fail_syncs_under(&dir.join("data"));
+    let err = job.run().expect_err("the directory sync fails");
+    assert!(err.to_string().contains("data"), "{err}");
+    assert!(s.is_poisoned());
+    let b = body(60);
+    let pos = place(s.end_pos(), (HEADER_SIZE + b.len()) as i64, DATA).unwrap();
+    let h = EntryHeader::new(EntryKind::Normal, 60, 1, pos, &b);
+    assert!(matches!(
+        s.append(&[(h, &b)]),
+        Err(LedgerStoreError::Poisoned)
+    ));
+}

@@ -325,7 +325,10 @@ impl DiskMember {
         // its index unit.
         let index_field = byte < HEADER_SIZE;
         match check_ledger_dir_on(disk, &self.opts.dir) {
-            Ok(r) if r.first_bad.as_ref().is_some_and(|b| b.path == path && b.offset as usize == entry_off) => {}
+            Ok(r)
+                if r.first_bad
+                    .as_ref()
+                    .is_some_and(|b| b.path == path && b.offset as usize == entry_off) => {}
             Ok(r) if index_field && r.index_mismatches > 0 => {}
             other => {
                 return Err(format!(

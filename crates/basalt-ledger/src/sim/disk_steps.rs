@@ -24,18 +24,24 @@ impl Sim {
             .map_err(|e| format!("{}: {e}", n.id))
     }
 
-    /// Truncates member `i`'s real store as the model was.
+    /// Truncates (or resets) member `i`'s real store as the model was.
     pub(super) fn disk_truncate(
         &mut self,
         i: usize,
         next_index: i64,
         next_pos: i64,
+        reset: bool,
     ) -> Result<(), String> {
         let n = &mut self.nodes[i];
         let Some(d) = &mut n.disk else {
             return Ok(());
         };
-        if let Err(e) = d.store.truncate(next_index, next_pos) {
+        let r = if reset {
+            d.store.reset(next_index, next_pos)
+        } else {
+            d.store.truncate(next_index, next_pos)
+        };
+        if let Err(e) = r {
             return Err(format!("{}: store truncate: {e}", n.id));
         }
         d.check_matches(&n.log)
@@ -155,12 +161,17 @@ impl Sim {
         let out = d
             .crash(!kill, flip, &n.log)
             .map_err(|e| format!("{id} ({}): {e}", d.dir().display()))?;
+        let purge_floor = n.log.purge_floor();
         let from = n.log.crash_to(&out.entries, out.end_pos).map_err(|e| {
             format!(
                 "{id} after a {}: {e}",
                 if kill { "process kill" } else { "power loss" }
             )
         })?;
+        // An unfinished purge may have taken the head: what is gone was purged.
+        if let (Some(floor), Some(first)) = (purge_floor, out.entries.first()) {
+            n.purged_below = n.purged_below.max(first.index().min(floor));
+        }
         let uncertain = n.hard_uncertain.take();
         if out.hard_state != n.hard && Some(&out.hard_state) != uncertain.as_ref() {
             return Err(format!(

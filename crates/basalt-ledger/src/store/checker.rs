@@ -99,7 +99,10 @@ impl std::fmt::Display for LedgerCheckReport {
         }
         writeln!(f, "index mismatches: {}", self.index_mismatches)?;
         for p in &self.stray_files {
-            writeln!(f, "after a gap:      {p:?} (unsynced; the next start removes it)")?;
+            writeln!(
+                f,
+                "after a gap:      {p:?} (unsynced; the next start removes it)"
+            )?;
         }
         if let Some(c) = &self.checkpoint {
             writeln!(

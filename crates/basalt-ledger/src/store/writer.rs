@@ -216,6 +216,21 @@ impl LedgerStore {
     /// Removes every entry from `next_index` on; the next entry goes to `next_pos`
     /// (see `LedgerCommand::Truncate`). Never called for committed entries.
     pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
+        self.truncate_as(next_index, next_pos, true)
+    }
+
+    /// Removes every entry, whatever the log holds; the next entry is
+    /// `next_index` at `next_pos` (see `LedgerCommand::Reset`).
+    pub fn reset(&mut self, next_index: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
+        self.truncate_as(next_index, next_pos, false)
+    }
+
+    fn truncate_as(
+        &mut self,
+        next_index: i64,
+        next_pos: i64,
+        may_keep: bool,
+    ) -> Result<(), LedgerStoreError> {
         self.check_writable()?;
         let committed = self.shared.committed_index.load(Ordering::Acquire);
         assert!(
@@ -226,7 +241,8 @@ impl LedgerStore {
         // Cut pages are gone: fault them in again from the new end.
         self.prefaulted_until = self.prefaulted_until.min(next_pos);
         let prev = next_index - 1;
-        let keep_prefix = self.end_index >= 0
+        let keep_prefix = may_keep
+            && self.end_index >= 0
             && prev >= self.begin_index
             && prev <= self.end_index
             && self.unit_end_pos(prev) == Some(next_pos);
