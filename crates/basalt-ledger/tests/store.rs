@@ -138,6 +138,12 @@ fn reset_starts_the_log_at_the_leaders_position() {
     );
     let b = body(50);
     let h = EntryHeader::new(EntryKind::Normal, 50, 3, 5000, &b);
+    // A truncation is a sync barrier: nothing is written before it is durable.
+    assert!(matches!(
+        s.append(&[(h, &b)]),
+        Err(LedgerStoreError::Invalid(_))
+    ));
+    sync(&mut s);
     s.append(&[(h, &b)]).unwrap();
     assert_eq!((s.begin_index(), s.end_index()), (50, 50));
     sync(&mut s);
@@ -578,4 +584,156 @@ fn a_failed_directory_sync_during_a_purge_poisons_the_store() {
         s.append(&[(h, &b)]),
         Err(LedgerStoreError::Poisoned)
     ));
+}
+
+fn index_file(dir: &Path, k: i64) -> std::path::PathBuf {
+    dir.join("index").join(format!("{:020}", k * INDEX))
+}
+
+/// A log that ends cleanly (zeros, no more files) before the checkpoint's
+/// durable entry lost durable entries: recovery refuses it, naming the data
+/// file and the offset where the log ends. (Before resets made the checkpoint
+/// claim nothing first, a reset left exactly this behind legitimately.)
+#[test]
+fn a_log_ending_cleanly_before_the_checkpoint_entry_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.prepare_checkpoint(39, 39).run().unwrap();
+    // An entry in the middle of a file, right after its predecessor.
+    let k = (20..39)
+        .find(|&i| {
+            let (p, e) = (
+                s.entry(i - 1).unwrap().unwrap(),
+                s.entry(i).unwrap().unwrap(),
+            );
+            p.header.end_pos() == e.pos() && e.pos() % DATA != 0
+        })
+        .expect("an entry inside a file");
+    let e = s.entry(k).unwrap().unwrap();
+    let last_file = s.end_pos() / DATA;
+    drop(s);
+    // Entries k.. and their index units read as zeros: the log ends cleanly.
+    let file = data_file(dir.path(), e.pos() / DATA);
+    let off = (e.pos() % DATA) as u64;
+    poke(&file, off, &vec![0u8; (DATA as u64 - off) as usize]);
+    for f in e.pos() / DATA + 1..=last_file {
+        std::fs::remove_file(data_file(dir.path(), f)).unwrap();
+    }
+    let unit = k * 32;
+    poke(
+        &index_file(dir.path(), unit / INDEX),
+        (unit % INDEX) as u64,
+        &vec![0u8; (INDEX - unit % INDEX) as usize],
+    );
+    for f in unit / INDEX + 1..=39 * 32 / INDEX {
+        let _ = std::fs::remove_file(index_file(dir.path(), f));
+    }
+    match LedgerStore::open(opts(dir.path())) {
+        Err(LedgerStoreError::Corrupt {
+            path,
+            offset,
+            reason,
+        }) => {
+            assert_eq!((path, offset), (file, off));
+            assert!(
+                reason.contains(&format!("ends after index {}", k - 1))
+                    && reason.contains("checkpoint's durable entry 39"),
+                "{reason}"
+            );
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok((s, _)) => panic!("recovery kept {} entries", s.end_index() + 1),
+    }
+}
+
+/// A reset (a truncation that keeps nothing) changes nothing on disk until its
+/// sync, and that sync makes the checkpoint claim nothing before it removes
+/// the old files; so recovery can refuse a log that ends before what the
+/// checkpoint claims. The old checkpoint with the old files gone is refused.
+#[test]
+fn a_reset_makes_the_checkpoint_claim_nothing_before_it_removes_files() {
+    use basalt_ledger::store::meta;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.set_committed(20);
+    s.prepare_checkpoint(39, 20).run().unwrap();
+    let claimed = meta::load_checkpoint(&basalt_disk::Disk::Real, dir.path())
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.end_index, 20);
+    let count = |sub: &str| std::fs::read_dir(dir.path().join(sub)).unwrap().count();
+    let (data_before, index_before) = (count("data"), count("index"));
+    // The leader's log starts at 100, position 30 files on.
+    s.reset(100, 30 * DATA + 100).unwrap();
+    assert_eq!((s.begin_index(), s.end_index()), (-1, -1));
+    assert_eq!((count("data"), count("index")), (data_before, index_before));
+    assert_eq!(
+        meta::load_checkpoint(&basalt_disk::Disk::Real, dir.path()).unwrap(),
+        Some(claimed),
+        "nothing on disk changes before the sync"
+    );
+    sync(&mut s);
+    let after = meta::load_checkpoint(&basalt_disk::Disk::Real, dir.path())
+        .unwrap()
+        .unwrap();
+    assert_eq!((after.end_index, after.committed_index), (-1, 20));
+    assert_eq!((count("data"), count("index")), (0, 0));
+    // The first entry after the reset gets its file with the leading blank.
+    let b = body(100);
+    let pos = place(30 * DATA + 100, (HEADER_SIZE + b.len()) as i64, DATA).unwrap();
+    let h = EntryHeader::new(EntryKind::Normal, 100, 3, pos, &b);
+    s.append(&[(h, &b)]).unwrap();
+    sync(&mut s);
+    drop(s);
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(rec.cut, None);
+    assert_eq!((s.begin_index(), s.end_index()), (100, 100));
+    assert_eq!(&s.entry(100).unwrap().unwrap().body[..], &b[..]);
+    drop(s);
+    // The old checkpoint back, over the reset's empty log: refused.
+    let dir2 = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir2.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.set_committed(20);
+    s.reset(100, 30 * DATA + 100).unwrap();
+    sync(&mut s);
+    drop(s);
+    meta::store_checkpoint(&basalt_disk::Disk::Real, dir2.path(), claimed).unwrap();
+    match LedgerStore::open(opts(dir2.path())) {
+        Err(LedgerStoreError::Corrupt { path, reason, .. }) => {
+            assert_eq!(path, dir2.path().join("data"));
+            assert!(reason.contains("checkpoint's durable entry 20"), "{reason}");
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("an empty log under a checkpoint claiming entry 20 was accepted"),
+    }
+}
+
+/// Regression (ledger power-loss simulator, a power loss in the middle of a
+/// reset's removals, seed 361): the removal of the first index file reached
+/// the disk and that of the first data file did not. Recovery refused
+/// ("position 0 is before the first file") where it must rebuild the units;
+/// it now recreates the missing index files before the first one.
+#[test]
+fn index_files_lost_before_a_kept_one_are_recreated() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 30, 1);
+    sync(&mut s);
+    drop(s);
+    std::fs::remove_file(index_file(dir.path(), 0)).unwrap();
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!((s.begin_index(), s.end_index()), (0, 29));
+    assert!(rec.index_units_fixed >= 8, "{}", rec.index_units_fixed);
+    for i in 0..30 {
+        assert_eq!(s.entry(i).unwrap().unwrap().body, body(i));
+    }
+    drop(s);
+    let r = check_ledger_dir(dir.path()).unwrap();
+    assert!(r.is_ok() && r.index_mismatches == 0, "{r}");
 }

@@ -43,12 +43,16 @@ pub struct DiskOptions {
     /// Test switch: syncs of files whose path contains this make nothing
     /// durable ([`SimDisk::skip_syncs_of`]).
     pub skip_syncs_of: Option<String>,
+    /// Test switch: resets leave the old checkpoint in place
+    /// ([`LedgerStore::skip_reset_checkpoint`]).
+    pub skip_reset_checkpoint: bool,
     pub index_file_size: i64,
 }
 
 /// One member's disk and the real store on it. See the module documentation.
 pub(super) struct DiskMember {
     sim: Arc<SimDisk>,
+    skip_reset_checkpoint: bool,
     opts: StoreOptions,
     pub(super) store: LedgerStore,
     /// What the last recovery reported.
@@ -106,14 +110,18 @@ impl DiskMember {
             data_file_size,
             index_file_size: o.index_file_size,
         };
-        let (store, recovered) = LedgerStore::open_on(Disk::Sim(sim.handle()), opts.clone())
+        let (mut store, recovered) = LedgerStore::open_on(Disk::Sim(sim.handle()), opts.clone())
             .map_err(|e| store_err("open of a fresh store", e))?;
+        if o.skip_reset_checkpoint {
+            store.skip_reset_checkpoint();
+        }
         sim.set_faults(SimFaults {
             fsync_fail_one_in: o.fsync_fail_one_in,
             ..SimFaults::default()
         });
         Ok(DiskMember {
             sim,
+            skip_reset_checkpoint: o.skip_reset_checkpoint,
             opts,
             store,
             recovered,
@@ -186,12 +194,15 @@ impl DiskMember {
             Flip::Durable { bit, pick } => self.check_durable_flip(&disk, bit, pick, model)?,
             Flip::PastDurable { bit, pick } => self.flip_past_durable(bit, pick, model),
         }
-        let (store, recovered) = self.recover(&disk).map_err(|e| {
+        let (mut store, recovered) = self.recover(&disk).map_err(|e| {
             format!(
                 "recovery refused a log whose damage lies past its durable end ({}): {e}",
                 if power { "power loss" } else { "process kill" }
             )
         })?;
+        if self.skip_reset_checkpoint {
+            store.skip_reset_checkpoint();
+        }
         // The old store (and its mappings of the dead page cache) goes now.
         self.store = store;
         self.pending_sync = None;

@@ -48,15 +48,27 @@ impl Sim {
             .map_err(|e| format!("{}: {e}", n.id))
     }
 
-    /// Runs member `i`'s prepared sync; `Err` carries the failure.
-    pub(super) fn disk_run_sync(&mut self, i: usize) -> Result<(), String> {
+    /// Runs member `i`'s prepared sync: `Ok(true)` when it completed,
+    /// `Ok(false)` when the member lost power in the middle of a reset's part
+    /// of it (one in three), `Err` with a failure.
+    pub(super) fn disk_run_sync(&mut self, i: usize) -> Result<Result<bool, String>, String> {
         let Some(d) = &mut self.nodes[i].disk else {
-            return Ok(());
+            return Ok(Ok(true));
         };
-        match d.pending_sync.take() {
-            Some(job) => job.run().map_err(|e| format!("sync: {e}")),
-            None => Ok(()),
+        let Some(job) = d.pending_sync.take() else {
+            return Ok(Ok(true));
+        };
+        let ops = job.reset_operations();
+        if ops > 0 && self.rng.range(0, 3) == 0 {
+            let k = self.rng.range(0, ops as u64) as usize;
+            let _ = job.run_reset_first(k);
+            self.report.resets_cut_short += 1;
+            self.crash(i)?;
+            let back = self.rng.range(20_000, 400_000);
+            self.schedule(self.now_us + back, Ev::Restart { node: i });
+            return Ok(Ok(false));
         }
+        Ok(job.run().map(|_| true).map_err(|e| format!("sync: {e}")))
     }
 
     /// Writes a checkpoint of member `i` (durable end as its core knows it,

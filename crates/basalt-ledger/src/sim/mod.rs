@@ -144,6 +144,7 @@ impl SimOptions {
             flip_one_in: 3,
             process_kill_one_in: 5,
             skip_syncs_of: None,
+            skip_reset_checkpoint: false,
             index_file_size: [32 * 8, 32 * 64][r.range(0, 2) as usize],
         });
         o
@@ -192,6 +193,8 @@ pub struct SimReport {
     /// Resets of a follower that fell behind a purge, to the leader's first
     /// kept entry.
     pub resets_past_purge: u64,
+    /// Resets whose sync a power loss cut short.
+    pub resets_cut_short: u64,
     pub terms: i64,
     pub sim_ms: u64,
     /// The run ended after a leadership transfer it asked for once settled.

@@ -11,7 +11,10 @@
 //! 3. It cuts the torn tail: the first bad entry and everything after it, and the
 //!    index after the last good entry's unit. Damage inside the region the
 //!    checkpoint says is durable is not a torn write: opening fails with an error
-//!    that names the file and offset.
+//!    that names the file and offset. So does a log that ends cleanly (zeros,
+//!    or no more files) before the checkpoint's entry: every truncation keeps
+//!    what the checkpoint claims, and a reset makes it claim nothing before
+//!    it removes anything (`super::reset`).
 //! 4. It makes everything it kept durable (it may have been in the page cache of
 //!    a crashed process only), then publishes the checkpoint's committed index,
 //!    clamped to the recovered end.
@@ -161,6 +164,7 @@ impl LedgerStore {
             tail_bytes: 0,
             prefaulted_until: b.end_pos,
             prefault_enabled: true,
+            reset: Default::default(),
         }
     }
 }
@@ -207,6 +211,9 @@ fn scan_without_entries(
             return Err(corrupt_at(data, *pos, reason.clone()));
         }
         cut = Some((*pos, reason.clone()));
+    }
+    if ck_end >= 0 {
+        return Err(ends_before_checkpoint(data, s.end_pos, -1, ck_end));
     }
     Ok(ScanOutcome {
         bounds: LogBounds::empty(s.end_pos),
@@ -262,6 +269,15 @@ fn scan_entries(
                 u.pos
             ),
         ));
+    }
+    // A clean end before the checkpoint's entry: durable entries are gone.
+    // (A purge may have removed the claimed entry with the head: then the log
+    // starts after it. A reset makes its checkpoint claim nothing first.)
+    if let Some(l) = s.last
+        && first.index <= ck_end
+        && l.index < ck_end
+    {
+        return Err(ends_before_checkpoint(data, l.end_pos(), l.index, ck_end));
     }
     let index_units_fixed = repair_index_units(index, &fixes)?;
     let bounds = match s.last {
@@ -322,6 +338,7 @@ fn repair_index_units(
     fixes: &[IndexUnit],
 ) -> Result<u64, LedgerStoreError> {
     for u in fixes {
+        index.prepend_to(u.index * UNIT)?;
         let (f, _) = index.ensure(u.index * UNIT)?;
         f.ensure_reserved()?;
         // SAFETY: recovery runs before the store (and any reader) exists.
@@ -383,6 +400,21 @@ fn make_durable(
     }
     data.sync_dir()?;
     index.sync_dir()
+}
+
+/// The log ends cleanly at `end_pos` (after entry `last`, -1 for none) before
+/// the checkpoint's durable entry `ck_end`.
+fn ends_before_checkpoint(
+    data: &LedgerSegmentList,
+    end_pos: i64,
+    last: i64,
+    ck_end: i64,
+) -> LedgerStoreError {
+    corrupt_at(
+        data,
+        end_pos,
+        format!("the log ends after index {last}, before the checkpoint's durable entry {ck_end}"),
+    )
 }
 
 /// A corruption error naming the file holding `pos` (or the directory).

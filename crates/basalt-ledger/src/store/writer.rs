@@ -12,8 +12,8 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{
-    CheckpointJob, Dirty, LedgerCheckpoint, LedgerReader, LedgerStore, LedgerStoreError,
-    PREFAULT_AHEAD, PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, read_unit,
+    CheckpointJob, LedgerCheckpoint, LedgerReader, LedgerStore, LedgerStoreError, PREFAULT_AHEAD,
+    PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, read_unit,
 };
 use crate::core::LogRead;
 use crate::entry::{BLANK_MAGIC, Entry, EntryHeader, HEADER_SIZE, IndexUnit, place};
@@ -63,6 +63,7 @@ impl LedgerStore {
     /// Appends entries whose headers are final (index, term, position, CRC).
     pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), LedgerStoreError> {
         self.check_writable()?;
+        self.check_reset_settled()?;
         if let (Some((first, _)), Some((last, _))) = (entries.first(), entries.last()) {
             // Every byte below is written into reserved blocks, or nothing is.
             let end = last.pos + last.size as i64;
@@ -129,6 +130,19 @@ impl LedgerStore {
     ) -> Result<bool, LedgerStoreError> {
         let size = h.size as i64;
         let mut files_changed = false;
+        if std::mem::take(&mut self.reset.leading_blank) {
+            // The first entry after a reset: its file starts with a blank up
+            // to the reset's position.
+            let (f, created) = self.data.ensure(self.end_pos)?;
+            files_changed |= created;
+            self.data_dirty.dir |= created;
+            if self.end_pos > f.start() {
+                f.ensure_reserved()?;
+                // SAFETY: a file of an empty log: nothing in it is published.
+                unsafe { f.write(0, &blank((self.end_pos - f.start()) as i32)) };
+                self.data_dirty.mark(f.start(), f.start() + 8);
+            }
+        }
         if pos != self.end_pos {
             // Close the current file with a blank.
             let (f, created) = self.data.ensure(self.end_pos)?;
@@ -276,44 +290,13 @@ impl LedgerStore {
         Ok(())
     }
 
-    /// Truncation keeping nothing: start over at the leader's position, with a
-    /// leading blank up to it.
-    fn start_over_at(&mut self, next_pos: i64) -> Result<(), LedgerStoreError> {
-        self.tail.clear();
-        self.tail_bytes = 0;
-        self.data.clear()?;
-        self.index.clear()?;
-        self.data_dirty = Dirty {
-            dir: true,
-            ..Dirty::default()
-        };
-        self.index_dirty = Dirty {
-            dir: true,
-            ..Dirty::default()
-        };
-        let (f, _) = self.data.ensure(next_pos)?;
-        if next_pos > f.start() {
-            f.ensure_reserved()?;
-            // SAFETY: a fresh file of an empty log: nothing in it is published.
-            unsafe { f.write(0, &blank((next_pos - f.start()) as i32)) };
-            self.data_dirty.mark(f.start(), f.start() + 8);
-        }
-        self.begin_index = -1;
-        self.end_index = -1;
-        self.end_term = -1;
-        self.end_pos = next_pos;
-        self.shared.begin_index.store(-1, Ordering::Release);
-        self.shared.begin_pos.store(next_pos, Ordering::Release);
-        self.shared.committed_pos.store(next_pos, Ordering::Release);
-        Ok(())
-    }
-
     /// The next chunk of data pages to fault in, when the writer comes within
     /// `PREFAULT_AHEAD` of what was faulted (creating the next data file ahead of
     /// time if the chunk reaches into it).
     pub fn prefault_job(&mut self) -> Option<PrefaultJob> {
         if !self.prefault_enabled
             || self.is_poisoned()
+            || self.check_reset_settled().is_err()
             || self.end_pos + PREFAULT_AHEAD <= self.prefaulted_until
         {
             return None;
@@ -363,6 +346,7 @@ impl LedgerStore {
             disk: self.disk.clone(),
             ..SyncJob::default()
         };
+        job.reset = self.take_reset();
         self.data_dirty.take(&self.data, &mut job);
         // Punched or deleted index files must reach the disk with the truncation.
         job.fsync.append(&mut self.index_dirty.fsync);
@@ -390,6 +374,9 @@ impl LedgerStore {
         // so the checkpoint never claims what a cut (whose pages and names
         // may reach the disk in any order) takes away.
         let end = durable_index.min(committed_index).min(self.end_index);
+        // Entries before the first one (purged, or removed by a reset) are
+        // claimed by nobody.
+        let end = if end < self.begin_index { -1 } else { end };
         CheckpointJob {
             sync,
             dir: self.opts.dir.clone(),
