@@ -680,7 +680,7 @@ fn a_reset_makes_the_checkpoint_claim_nothing_before_it_removes_files() {
     let after = meta::load_checkpoint(&basalt_disk::Disk::Real, dir.path())
         .unwrap()
         .unwrap();
-    assert_eq!((after.end_index, after.committed_index), (-1, 20));
+    assert_eq!((after.end_index, after.committed_index), (-1, -1));
     assert_eq!((count("data"), count("index")), (0, 0));
     // The first entry after the reset gets its file with the leading blank.
     let b = body(100);
@@ -736,4 +736,32 @@ fn index_files_lost_before_a_kept_one_are_recreated() {
     drop(s);
     let r = check_ledger_dir(dir.path()).unwrap();
     assert!(r.is_ok() && r.index_mismatches == 0, "{r}");
+}
+
+/// Regression (ledger power-loss soak, seed 1831): a power loss in the middle
+/// of a reset's removals kept a run of the old entries from the middle of the
+/// log (the first file's removal reached the disk, a later one's did not).
+/// Recovery accepted it, the member led with a log missing its head, and the
+/// cluster lost entries it had committed. The reset's checkpoint now names the
+/// reset, and recovery removes a log that does not begin with its entry.
+#[test]
+fn leftovers_of_an_interrupted_reset_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.reset(50, 30 * DATA + 100).unwrap();
+    let job = s.prepare_sync();
+    assert!(job.reset_operations() > 2);
+    // The checkpoint and the first unlink only; then the power goes.
+    job.run_reset_first(2).unwrap();
+    drop(job);
+    drop(s);
+    assert!(!data_file(dir.path(), 0).exists() && data_file(dir.path(), 1).exists());
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.end_index(), -1, "no run of old entries is kept");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("data")).unwrap().count(),
+        0
+    );
 }

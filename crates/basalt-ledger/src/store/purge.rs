@@ -97,6 +97,12 @@ impl LedgerStore {
             shared: self.shared.clone(),
             begin_index: self.begin_index,
         };
+        if self.reset.marker_on_disk {
+            // The checkpoint still names a reset: purged, the log would not
+            // begin with its entry, and recovery would take all of it for the
+            // reset's leftovers. The next checkpoint clears that; purge then.
+            return Ok(job);
+        }
         while self.data.files().len() > 1 && self.data.files()[0].end() <= limit {
             job.files.extend(self.data.detach_first());
         }

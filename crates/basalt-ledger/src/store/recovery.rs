@@ -99,6 +99,9 @@ impl LedgerStore {
         let hard_state = meta::load_hard_state(&disk, &opts.dir)?;
         let checkpoint = meta::load_checkpoint(&disk, &opts.dir)?;
         let ck_end = checkpoint.map(|c| c.end_index).unwrap_or(-1);
+        if let Some((reset_index, reset_pos)) = checkpoint.and_then(|c| c.reset) {
+            remove_reset_leftovers(&mut data, &mut index, reset_index, reset_pos)?;
+        }
 
         let outcome = scan_log(&data, &mut index, ck_end, opts.data_file_size)?;
         let bounds = outcome.bounds;
@@ -116,6 +119,7 @@ impl LedgerStore {
             .unwrap_or(-1)
             .min(bounds.end_index);
         let mut store = LedgerStore::recovered(opts, disk, data, index, bounds);
+        store.reset.marker_on_disk = checkpoint.is_some_and(|c| c.reset.is_some());
         store.set_committed(committed_index);
         Ok((
             store,
@@ -167,6 +171,31 @@ impl LedgerStore {
             reset: Default::default(),
         }
     }
+}
+
+/// The checkpoint names a reset whose removals may not all have reached the
+/// disk: unless the log begins with the reset's entry (`reset_index` at
+/// `reset_pos`, written after the removals were durable), every file is a
+/// leftover of the old log, however many of them a power loss kept, and goes.
+/// (A run of old entries kept would be a log missing its head, entries the
+/// cluster committed; as a leader it would hand that on.)
+fn remove_reset_leftovers(
+    data: &mut LedgerSegmentList,
+    index: &mut LedgerSegmentList,
+    reset_index: i64,
+    reset_pos: i64,
+) -> Result<(), LedgerStoreError> {
+    let begins_new_log =
+        first_entry(data).is_some_and(|h| h.index == reset_index && h.pos == reset_pos);
+    if begins_new_log || (data.is_empty() && index.is_empty()) {
+        return Ok(());
+    }
+    tracing::warn!(
+        dir = %data.dir().display(),
+        "removing what an interrupted reset of the ledger left behind"
+    );
+    data.clear()?;
+    index.clear()
 }
 
 /// Refuses file sizes the layout cannot work with.

@@ -88,27 +88,45 @@ pub(super) struct ResetState {
     pub(super) leading_blank: bool,
     /// Test switch: resets leave the checkpoint as it was.
     skip_checkpoint: bool,
+    /// The checkpoint on disk may still name a reset (until a checkpoint
+    /// prepared after the reset's sync replaces it). A purge waits for that:
+    /// recovery takes a log that does not begin with the reset's entry for
+    /// its leftovers.
+    pub(super) marker_on_disk: bool,
 }
 
 impl LedgerStore {
     /// Truncation keeping nothing: detach every file, start over at the
     /// leader's position (see the module documentation).
-    pub(super) fn start_over_at(&mut self, next_pos: i64) -> Result<(), LedgerStoreError> {
+    pub(super) fn start_over_at(
+        &mut self,
+        next_index: i64,
+        next_pos: i64,
+    ) -> Result<(), LedgerStoreError> {
         self.tail.clear();
         self.tail_bytes = 0;
         let mut old = self.data.detach_all();
         old.extend(self.index.detach_all());
         match &mut self.reset.pending {
-            Some(w) => w.old.extend(old),
+            Some(w) => {
+                w.old.extend(old);
+                if let Some(c) = &mut w.checkpoint {
+                    c.reset = Some((next_index, next_pos));
+                }
+            }
             None => {
                 let done = Arc::new(AtomicBool::new(false));
                 self.reset.done = Some(done.clone());
-                let committed_index = self.shared.committed_index.load(Ordering::Acquire);
+                // It claims no commit either: a power loss in the middle of
+                // the removals may leave a run of old entries that starts
+                // after the old committed index, which a restart must not
+                // take for entries it holds.
                 self.reset.pending = Some(ResetWork {
                     dir: self.opts.dir.clone(),
                     checkpoint: (!self.reset.skip_checkpoint).then_some(LedgerCheckpoint {
                         end_index: -1,
-                        committed_index,
+                        committed_index: -1,
+                        reset: Some((next_index, next_pos)),
                     }),
                     old,
                     dirs: vec![
@@ -123,6 +141,7 @@ impl LedgerStore {
         self.data_dirty = Dirty::default();
         self.index_dirty = Dirty::default();
         self.reset.leading_blank = true;
+        self.reset.marker_on_disk |= !self.reset.skip_checkpoint;
         self.begin_index = -1;
         self.end_index = -1;
         self.end_term = -1;
@@ -131,6 +150,20 @@ impl LedgerStore {
         self.shared.begin_pos.store(next_pos, Ordering::Release);
         self.shared.committed_pos.store(next_pos, Ordering::Release);
         Ok(())
+    }
+
+    /// A checkpoint is being prepared: once the reset's sync has run, it
+    /// replaces the one naming the reset.
+    pub(super) fn checkpoint_prepared(&mut self) {
+        let settled = self.reset.pending.is_none()
+            && self
+                .reset
+                .done
+                .as_ref()
+                .is_none_or(|d| d.load(Ordering::Acquire));
+        if settled {
+            self.reset.marker_on_disk = false;
+        }
     }
 
     /// The reset's work for the next sync, if one is waiting.

@@ -263,7 +263,7 @@ impl LedgerStore {
         if keep_prefix {
             self.cut_after(prev, next_pos)?;
         } else {
-            self.start_over_at(next_pos)?;
+            self.start_over_at(next_index, next_pos)?;
         }
         self.publish_files();
         Ok(())
@@ -370,6 +370,7 @@ impl LedgerStore {
             ..SyncJob::default()
         };
         self.index_dirty.take(&self.index, &mut sync);
+        self.checkpoint_prepared();
         // Only committed entries are claimed: no truncation ever removes one,
         // so the checkpoint never claims what a cut (whose pages and names
         // may reach the disk in any order) takes away.
@@ -383,6 +384,7 @@ impl LedgerStore {
             checkpoint: LedgerCheckpoint {
                 end_index: end,
                 committed_index,
+                reset: None,
             },
         }
     }
