@@ -34,5 +34,5 @@ pub use protocol::NodeId;
 pub use runtime::{Ledger, LedgerError, LedgerHandle, LedgerStatus, StampSlot};
 pub use store::{
     LedgerCheckReport, LedgerDataFile, LedgerEntry, LedgerFilesView, LedgerReader, ViewedEntry,
-    check_ledger_dir,
+    check_ledger_dir, check_ledger_dir_on,
 };

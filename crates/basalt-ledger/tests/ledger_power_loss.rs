@@ -70,6 +70,17 @@ fn run_seeds(seeds: &[u64]) {
             let acked: u64 = reports.iter().map(|r| r.acked_appends).sum();
             let crashes: u64 = reports.iter().map(|r| r.crashes).sum();
             assert!(acked > 0 && crashes > 0, "{acked} acked, {crashes} crashes");
+            let purges: u64 = reports.iter().map(|r| r.purges).sum();
+            let cut_short: u64 = reports.iter().map(|r| r.purges_interrupted).sum();
+            let resets: u64 = reports.iter().map(|r| r.resets).sum();
+            let behind: u64 = reports.iter().map(|r| r.resets_past_purge).sum();
+            let reset_cut: u64 = reports.iter().map(|r| r.resets_cut_short).sum();
+            eprintln!(
+                "{} seeds: {acked} acked appends, {crashes} crashes, {purges} purges \
+                 ({cut_short} cut short by a power loss), {resets} resets ({behind} past a purge, \
+                 {reset_cut} cut short by a power loss)",
+                reports.len()
+            );
         }
         Err((seed, e)) => panic!(
             "{e}\nreplay with: BASALT_SIM_SEED={seed} cargo test -p basalt-ledger --test ledger_power_loss suite -- --nocapture"
@@ -118,11 +129,37 @@ fn a_missing_ledger_data_fsync_is_caught() {
     );
 }
 
+/// A reset (a truncation that keeps nothing) that leaves the old checkpoint in
+/// place, claiming entries the reset removes, as the store did before its
+/// reset wrote one that claims nothing: recovery refuses a log that ends
+/// before the checkpoint's entry, so a power loss after such a reset must make
+/// it refuse within the suite's seeds.
+#[test]
+fn a_reset_that_leaves_its_checkpoint_is_caught() {
+    fn stale_checkpoint(seed: u64) -> SimOptions {
+        let mut o = SimOptions::for_disk_seed(seed);
+        if let Some(d) = &mut o.disk {
+            d.skip_reset_checkpoint = true;
+        }
+        o
+    }
+    let caught =
+        (0..SUITE_SEEDS).find_map(|seed| run(stale_checkpoint(seed)).err().map(|e| (seed, e)));
+    let Some((seed, violation)) = caught else {
+        panic!("no seed noticed a reset that leaves the checkpoint claiming what it removed");
+    };
+    eprintln!("seed {seed} caught the stale checkpoint: {violation}");
+    assert!(
+        violation.contains("before the checkpoint's durable entry"),
+        "failed for another reason: {violation}"
+    );
+}
+
 /// The seeds that found the bugs listed in docs/fault-model.md, replayed in
 /// the suite whatever its seed range becomes.
 #[test]
 fn regression_seeds_of_fixed_bugs() {
-    run_seeds(&[1, 5, 24, 26]);
+    run_seeds(&[1, 5, 24, 26, 33, 192, 361, 1831]);
 }
 
 #[test]

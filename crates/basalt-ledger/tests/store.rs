@@ -138,6 +138,12 @@ fn reset_starts_the_log_at_the_leaders_position() {
     );
     let b = body(50);
     let h = EntryHeader::new(EntryKind::Normal, 50, 3, 5000, &b);
+    // A truncation is a sync barrier: nothing is written before it is durable.
+    assert!(matches!(
+        s.append(&[(h, &b)]),
+        Err(LedgerStoreError::Invalid(_))
+    ));
+    sync(&mut s);
     s.append(&[(h, &b)]).unwrap();
     assert_eq!((s.begin_index(), s.end_index()), (50, 50));
     sync(&mut s);
@@ -525,4 +531,237 @@ fn an_out_of_range_entry_index_is_damage() {
     let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
     assert_eq!(s.end_index(), 9);
     assert!(rec.cut.is_some_and(|(_, why)| why.contains("out of range")));
+}
+
+/// Regression (ledger power-loss simulator with the checker run after every
+/// restart, seed 192): `check_ledger_dir` refused a directory with index files
+/// after a gap in the names (a creation a power loss kept out of order), which
+/// recovery opens, treating them as an unsynced tail. The checker now lists
+/// them as strays and checks the contiguous run, as recovery does; its end
+/// position is right after the last entry, not after the blank that closed its
+/// file (recovery cuts that blank).
+#[test]
+fn the_checker_reports_files_after_a_gap_as_strays() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 60, 1);
+    sync(&mut s);
+    drop(s);
+    std::fs::remove_file(data_file(dir.path(), 2)).unwrap();
+    let r = check_ledger_dir(dir.path()).expect("a gap is an unsynced tail, not an error");
+    assert!(r.is_ok(), "{r}");
+    assert_eq!(r.data_files, 2);
+    assert!(r.stray_files.contains(&data_file(dir.path(), 3)), "{r}");
+    assert!(r.to_string().contains("after a gap"), "{r}");
+    // Recovery agrees: it keeps what the checker saw and removes the strays.
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!((s.end_index(), s.end_pos()), (r.last_index, r.end_pos));
+}
+
+/// A purge whose directory sync fails poisons the store: the directory's
+/// state on disk is then unknown, and a later sync that reports success need
+/// not cover the earlier removal (a power loss could bring back an older file
+/// after a newer one is gone, a gap that cuts the log).
+#[test]
+fn a_failed_directory_sync_during_a_purge_poisons_the_store() {
+    use basalt_disk::{Disk, SimDisk};
+    let sim = SimDisk::new(7);
+    let dir = std::path::PathBuf::from("/ledger");
+    let (mut s, _) = LedgerStore::open_on(Disk::Sim(sim.handle()), opts(&dir)).unwrap();
+    append(&mut s, 0, 60, 1);
+    sync(&mut s);
+    s.set_committed(59);
+    let job = s.prepare_purge(3 * DATA).unwrap();
+    assert!(job.operations() > 0);
+    sim.fail_syncs_under(&dir.join("data"));
+    let err = job.run().expect_err("the directory sync fails");
+    assert!(err.to_string().contains("data"), "{err}");
+    assert!(s.is_poisoned());
+    let b = body(60);
+    let pos = place(s.end_pos(), (HEADER_SIZE + b.len()) as i64, DATA).unwrap();
+    let h = EntryHeader::new(EntryKind::Normal, 60, 1, pos, &b);
+    assert!(matches!(
+        s.append(&[(h, &b)]),
+        Err(LedgerStoreError::Poisoned)
+    ));
+}
+
+fn index_file(dir: &Path, k: i64) -> std::path::PathBuf {
+    dir.join("index").join(format!("{:020}", k * INDEX))
+}
+
+/// A log that ends cleanly (zeros, no more files) before the checkpoint's
+/// durable entry lost durable entries: recovery refuses it, naming the data
+/// file and the offset where the log ends. (Before resets made the checkpoint
+/// claim nothing first, a reset left exactly this behind legitimately.)
+#[test]
+fn a_log_ending_cleanly_before_the_checkpoint_entry_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.prepare_checkpoint(39, 39).run().unwrap();
+    // An entry in the middle of a file, right after its predecessor.
+    let k = (20..39)
+        .find(|&i| {
+            let (p, e) = (
+                s.entry(i - 1).unwrap().unwrap(),
+                s.entry(i).unwrap().unwrap(),
+            );
+            p.header.end_pos() == e.pos() && e.pos() % DATA != 0
+        })
+        .expect("an entry inside a file");
+    let e = s.entry(k).unwrap().unwrap();
+    let last_file = s.end_pos() / DATA;
+    drop(s);
+    // Entries k.. and their index units read as zeros: the log ends cleanly.
+    let file = data_file(dir.path(), e.pos() / DATA);
+    let off = (e.pos() % DATA) as u64;
+    poke(&file, off, &vec![0u8; (DATA as u64 - off) as usize]);
+    for f in e.pos() / DATA + 1..=last_file {
+        std::fs::remove_file(data_file(dir.path(), f)).unwrap();
+    }
+    let unit = k * 32;
+    poke(
+        &index_file(dir.path(), unit / INDEX),
+        (unit % INDEX) as u64,
+        &vec![0u8; (INDEX - unit % INDEX) as usize],
+    );
+    for f in unit / INDEX + 1..=39 * 32 / INDEX {
+        let _ = std::fs::remove_file(index_file(dir.path(), f));
+    }
+    match LedgerStore::open(opts(dir.path())) {
+        Err(LedgerStoreError::Corrupt {
+            path,
+            offset,
+            reason,
+        }) => {
+            assert_eq!((path, offset), (file, off));
+            assert!(
+                reason.contains(&format!("ends after index {}", k - 1))
+                    && reason.contains("checkpoint's durable entry 39"),
+                "{reason}"
+            );
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok((s, _)) => panic!("recovery kept {} entries", s.end_index() + 1),
+    }
+}
+
+/// A reset (a truncation that keeps nothing) changes nothing on disk until its
+/// sync, and that sync makes the checkpoint claim nothing before it removes
+/// the old files; so recovery can refuse a log that ends before what the
+/// checkpoint claims. The old checkpoint with the old files gone is refused.
+#[test]
+fn a_reset_makes_the_checkpoint_claim_nothing_before_it_removes_files() {
+    use basalt_ledger::store::meta;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.set_committed(20);
+    s.prepare_checkpoint(39, 20).run().unwrap();
+    let claimed = meta::load_checkpoint(&basalt_disk::Disk::Real, dir.path())
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.end_index, 20);
+    let count = |sub: &str| std::fs::read_dir(dir.path().join(sub)).unwrap().count();
+    let (data_before, index_before) = (count("data"), count("index"));
+    // The leader's log starts at 100, position 30 files on.
+    s.reset(100, 30 * DATA + 100).unwrap();
+    assert_eq!((s.begin_index(), s.end_index()), (-1, -1));
+    assert_eq!((count("data"), count("index")), (data_before, index_before));
+    assert_eq!(
+        meta::load_checkpoint(&basalt_disk::Disk::Real, dir.path()).unwrap(),
+        Some(claimed),
+        "nothing on disk changes before the sync"
+    );
+    sync(&mut s);
+    let after = meta::load_checkpoint(&basalt_disk::Disk::Real, dir.path())
+        .unwrap()
+        .unwrap();
+    assert_eq!((after.end_index, after.committed_index), (-1, -1));
+    assert_eq!((count("data"), count("index")), (0, 0));
+    // The first entry after the reset gets its file with the leading blank.
+    let b = body(100);
+    let pos = place(30 * DATA + 100, (HEADER_SIZE + b.len()) as i64, DATA).unwrap();
+    let h = EntryHeader::new(EntryKind::Normal, 100, 3, pos, &b);
+    s.append(&[(h, &b)]).unwrap();
+    sync(&mut s);
+    drop(s);
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(rec.cut, None);
+    assert_eq!((s.begin_index(), s.end_index()), (100, 100));
+    assert_eq!(&s.entry(100).unwrap().unwrap().body[..], &b[..]);
+    drop(s);
+    // The old checkpoint back, over the reset's empty log: refused.
+    let dir2 = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir2.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.set_committed(20);
+    s.reset(100, 30 * DATA + 100).unwrap();
+    sync(&mut s);
+    drop(s);
+    meta::store_checkpoint(&basalt_disk::Disk::Real, dir2.path(), claimed).unwrap();
+    match LedgerStore::open(opts(dir2.path())) {
+        Err(LedgerStoreError::Corrupt { path, reason, .. }) => {
+            assert_eq!(path, dir2.path().join("data"));
+            assert!(reason.contains("checkpoint's durable entry 20"), "{reason}");
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("an empty log under a checkpoint claiming entry 20 was accepted"),
+    }
+}
+
+/// Regression (ledger power-loss simulator, a power loss in the middle of a
+/// reset's removals, seed 361): the removal of the first index file reached
+/// the disk and that of the first data file did not. Recovery refused
+/// ("position 0 is before the first file") where it must rebuild the units;
+/// it now recreates the missing index files before the first one.
+#[test]
+fn index_files_lost_before_a_kept_one_are_recreated() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 30, 1);
+    sync(&mut s);
+    drop(s);
+    std::fs::remove_file(index_file(dir.path(), 0)).unwrap();
+    let (s, rec) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!((s.begin_index(), s.end_index()), (0, 29));
+    assert!(rec.index_units_fixed >= 8, "{}", rec.index_units_fixed);
+    for i in 0..30 {
+        assert_eq!(s.entry(i).unwrap().unwrap().body, body(i));
+    }
+    drop(s);
+    let r = check_ledger_dir(dir.path()).unwrap();
+    assert!(r.is_ok() && r.index_mismatches == 0, "{r}");
+}
+
+/// Regression (ledger power-loss soak, seed 1831): a power loss in the middle
+/// of a reset's removals kept a run of the old entries from the middle of the
+/// log (the first file's removal reached the disk, a later one's did not).
+/// Recovery accepted it, the member led with a log missing its head, and the
+/// cluster lost entries it had committed. The reset's checkpoint now names the
+/// reset, and recovery removes a log that does not begin with its entry.
+#[test]
+fn leftovers_of_an_interrupted_reset_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    append(&mut s, 0, 40, 1);
+    sync(&mut s);
+    s.reset(50, 30 * DATA + 100).unwrap();
+    let job = s.prepare_sync();
+    assert!(job.reset_operations() > 2);
+    // The checkpoint and the first unlink only; then the power goes.
+    job.run_reset_first(2).unwrap();
+    drop(job);
+    drop(s);
+    assert!(!data_file(dir.path(), 0).exists() && data_file(dir.path(), 1).exists());
+    let (s, _) = LedgerStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.end_index(), -1, "no run of old entries is kept");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("data")).unwrap().count(),
+        0
+    );
 }

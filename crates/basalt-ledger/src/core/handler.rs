@@ -436,19 +436,25 @@ impl LedgerCore {
         // Rewrite from `i`: keep the prefix if it ends where the leader's entry
         // starts, otherwise drop the whole log and restart at the leader's position.
         let prev = i - 1;
-        let prev_end = if prev >= log.begin_index() && prev >= 0 && prev <= log.end_index() {
-            match log.entry(prev) {
-                Ok(Some(p)) => Some((p.header.end_pos(), p.term())),
-                _ => None,
-            }
-        } else {
-            None
-        };
-        let (next_pos, end_term) = match prev_end {
+        // The prefix may stay only if it is known to agree with the leader:
+        // committed here, or verified in this term. A TRUNCATE at the leader's
+        // first kept entry (the follower fell behind a purge) vouches for
+        // nothing before it: an unverified prefix is dropped with the rest.
+        let verified = prev <= self.committed_index.max(self.handler.matched);
+        let prev_end =
+            if verified && prev >= log.begin_index() && prev >= 0 && prev <= log.end_index() {
+                match log.entry(prev) {
+                    Ok(Some(p)) => Some((p.header.end_pos(), p.term())),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+        let (next_pos, end_term, keep) = match prev_end {
             Some((p, t)) if place(p, e.size(), self.cfg.data_file_size).ok() == Some(e.pos()) => {
-                (p, t)
+                (p, t, true)
             }
-            _ => (e.pos(), -1),
+            _ => (e.pos(), -1, false),
         };
         assert!(
             prev >= self.committed_index,
@@ -457,9 +463,16 @@ impl LedgerCore {
             self.committed_index
         );
         self.wrote_this_step = true;
-        self.out.push(LedgerCommand::Truncate {
-            next_index: i,
-            next_pos,
+        self.out.push(if keep {
+            LedgerCommand::Truncate {
+                next_index: i,
+                next_pos,
+            }
+        } else {
+            LedgerCommand::Reset {
+                next_index: i,
+                next_pos,
+            }
         });
         self.end_index = prev;
         self.end_term = end_term;

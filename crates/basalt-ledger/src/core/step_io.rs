@@ -77,6 +77,12 @@ pub enum LedgerCommand {
     /// When `next_index - 1` is not held or does not end at `next_pos`, the whole log
     /// is dropped and restarts at `next_index`/`next_pos`.
     Truncate { next_index: i64, next_pos: i64 },
+    /// Drop the whole log, whatever it holds: it restarts empty at
+    /// `next_index`/`next_pos` (a follower whose entries before the leader's
+    /// next one are not known to agree with the leader's, e.g. one that fell
+    /// behind the leader's first kept entry). Never drops what the member
+    /// committed unless the leader no longer holds it either.
+    Reset { next_index: i64, next_pos: i64 },
     /// Make entries `..=through` durable (group commit).
     Sync { through: i64 },
     /// Persist term/vote/leader atomically and durably.

@@ -29,6 +29,13 @@ impl Runtime {
                 self.store.truncate(next_index, next_pos)?;
                 return Ok(true);
             }
+            LedgerCommand::Reset {
+                next_index,
+                next_pos,
+            } => {
+                self.store.reset(next_index, next_pos)?;
+                return Ok(true);
+            }
             LedgerCommand::Sync { through } => {
                 let job = self.store.prepare_sync();
                 if !self.submit(IoJob::Sync { through, job }) {

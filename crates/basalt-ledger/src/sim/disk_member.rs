@@ -25,7 +25,9 @@ use basalt_disk::{Disk, SimDisk, SimFaults};
 use super::MemLog;
 use crate::core::{HardState, LogRead};
 use crate::entry::{Entry, HEADER_SIZE};
-use crate::store::{LedgerStore, LedgerStoreError, Recovered, StoreOptions, SyncJob, meta};
+use crate::store::{
+    LedgerStore, LedgerStoreError, Recovered, StoreOptions, SyncJob, check_ledger_dir_on, meta,
+};
 
 /// Disk faults of a simulation run over real stores.
 #[derive(Debug, Clone, Default)]
@@ -41,12 +43,16 @@ pub struct DiskOptions {
     /// Test switch: syncs of files whose path contains this make nothing
     /// durable ([`SimDisk::skip_syncs_of`]).
     pub skip_syncs_of: Option<String>,
+    /// Test switch: resets leave the old checkpoint in place
+    /// ([`LedgerStore::skip_reset_checkpoint`]).
+    pub skip_reset_checkpoint: bool,
     pub index_file_size: i64,
 }
 
 /// One member's disk and the real store on it. See the module documentation.
 pub(super) struct DiskMember {
     sim: Arc<SimDisk>,
+    skip_reset_checkpoint: bool,
     opts: StoreOptions,
     pub(super) store: LedgerStore,
     /// What the last recovery reported.
@@ -104,14 +110,18 @@ impl DiskMember {
             data_file_size,
             index_file_size: o.index_file_size,
         };
-        let (store, recovered) = LedgerStore::open_on(Disk::Sim(sim.handle()), opts.clone())
+        let (mut store, recovered) = LedgerStore::open_on(Disk::Sim(sim.handle()), opts.clone())
             .map_err(|e| store_err("open of a fresh store", e))?;
+        if o.skip_reset_checkpoint {
+            store.skip_reset_checkpoint();
+        }
         sim.set_faults(SimFaults {
             fsync_fail_one_in: o.fsync_fail_one_in,
             ..SimFaults::default()
         });
         Ok(DiskMember {
             sim,
+            skip_reset_checkpoint: o.skip_reset_checkpoint,
             opts,
             store,
             recovered,
@@ -184,16 +194,20 @@ impl DiskMember {
             Flip::Durable { bit, pick } => self.check_durable_flip(&disk, bit, pick, model)?,
             Flip::PastDurable { bit, pick } => self.flip_past_durable(bit, pick, model),
         }
-        let (store, recovered) = self.recover(&disk).map_err(|e| {
+        let (mut store, recovered) = self.recover(&disk).map_err(|e| {
             format!(
                 "recovery refused a log whose damage lies past its durable end ({}): {e}",
                 if power { "power loss" } else { "process kill" }
             )
         })?;
+        if self.skip_reset_checkpoint {
+            store.skip_reset_checkpoint();
+        }
         // The old store (and its mappings of the dead page cache) goes now.
         self.store = store;
         self.pending_sync = None;
         self.poisoned_at = None;
+        self.check_agrees_with_recovery(&disk, &recovered)?;
         let entries = self.entries()?;
         let out = CrashOutcome {
             end_pos: self.store.end_pos(),
@@ -203,6 +217,46 @@ impl DiskMember {
         };
         self.recovered = recovered;
         Ok(out)
+    }
+
+    /// The offline checker, run on the recovered directory, sees what recovery
+    /// kept: no damage, the same bounds, every index unit right, the same
+    /// checkpoint and term file.
+    fn check_agrees_with_recovery(&self, disk: &Disk, rec: &Recovered) -> Result<(), String> {
+        let r = check_ledger_dir_on(disk, &self.opts.dir)
+            .map_err(|e| format!("the checker failed on a recovered directory: {e}"))?;
+        let s = &self.store;
+        let bounds = (s.begin_index(), s.end_index(), s.end_pos());
+        let seen = (r.first_index, r.last_index, r.end_pos);
+        let disagree = if let Some(b) = &r.first_bad {
+            Some(format!(
+                "damage at {:?} offset {}: {}",
+                b.path, b.offset, b.reason
+            ))
+        } else if seen != bounds {
+            Some(format!(
+                "log {}..={} ending at {} (recovery: {}..={} ending at {})",
+                seen.0, seen.1, seen.2, bounds.0, bounds.1, bounds.2
+            ))
+        } else if r.index_mismatches != 0 {
+            Some(format!("{} index units do not match", r.index_mismatches))
+        } else if r.checkpoint != rec.checkpoint {
+            Some(format!(
+                "checkpoint {:?} (recovery read {:?})",
+                r.checkpoint, rec.checkpoint
+            ))
+        } else if r.hard_state.clone().unwrap_or_default() != rec.hard_state {
+            Some(format!(
+                "term file {:?} (recovery read {:?})",
+                r.hard_state, rec.hard_state
+            ))
+        } else {
+            None
+        };
+        match disagree {
+            Some(d) => Err(format!("the checker disagrees with recovery: {d}")),
+            None => Ok(()),
+        }
     }
 
     /// Real recovery. A failed sync during it (EIO) fails the open; the
@@ -274,6 +328,22 @@ impl DiskMember {
             other => {
                 return Err(format!(
                     "damage at {path:?} offset {entry_off} was refused with the wrong place: {other}"
+                ));
+            }
+        }
+        // The offline checker must find the same damage first; a flipped index
+        // field of the log's first entry has nothing to be checked against but
+        // its index unit.
+        let index_field = byte < HEADER_SIZE;
+        match check_ledger_dir_on(disk, &self.opts.dir) {
+            Ok(r)
+                if r.first_bad
+                    .as_ref()
+                    .is_some_and(|b| b.path == path && b.offset as usize == entry_off) => {}
+            Ok(r) if index_field && r.index_mismatches > 0 => {}
+            other => {
+                return Err(format!(
+                    "recovery refused damage at {path:?} offset {entry_off}, the checker found {other:?}"
                 ));
             }
         }

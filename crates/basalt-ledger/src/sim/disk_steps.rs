@@ -24,33 +24,51 @@ impl Sim {
             .map_err(|e| format!("{}: {e}", n.id))
     }
 
-    /// Truncates member `i`'s real store as the model was.
+    /// Truncates (or resets) member `i`'s real store as the model was.
     pub(super) fn disk_truncate(
         &mut self,
         i: usize,
         next_index: i64,
         next_pos: i64,
+        reset: bool,
     ) -> Result<(), String> {
         let n = &mut self.nodes[i];
         let Some(d) = &mut n.disk else {
             return Ok(());
         };
-        if let Err(e) = d.store.truncate(next_index, next_pos) {
+        let r = if reset {
+            d.store.reset(next_index, next_pos)
+        } else {
+            d.store.truncate(next_index, next_pos)
+        };
+        if let Err(e) = r {
             return Err(format!("{}: store truncate: {e}", n.id));
         }
         d.check_matches(&n.log)
             .map_err(|e| format!("{}: {e}", n.id))
     }
 
-    /// Runs member `i`'s prepared sync; `Err` carries the failure.
-    pub(super) fn disk_run_sync(&mut self, i: usize) -> Result<(), String> {
+    /// Runs member `i`'s prepared sync: `Ok(true)` when it completed,
+    /// `Ok(false)` when the member lost power in the middle of a reset's part
+    /// of it (one in three), `Err` with a failure.
+    pub(super) fn disk_run_sync(&mut self, i: usize) -> Result<Result<bool, String>, String> {
         let Some(d) = &mut self.nodes[i].disk else {
-            return Ok(());
+            return Ok(Ok(true));
         };
-        match d.pending_sync.take() {
-            Some(job) => job.run().map_err(|e| format!("sync: {e}")),
-            None => Ok(()),
+        let Some(job) = d.pending_sync.take() else {
+            return Ok(Ok(true));
+        };
+        let ops = job.reset_operations();
+        if ops > 0 && self.rng.range(0, 3) == 0 {
+            let k = self.rng.range(0, ops as u64) as usize;
+            let _ = job.run_reset_first(k);
+            self.report.resets_cut_short += 1;
+            self.crash(i)?;
+            let back = self.rng.range(20_000, 400_000);
+            self.schedule(self.now_us + back, Ev::Restart { node: i });
+            return Ok(Ok(false));
         }
+        Ok(job.run().map(|_| true).map_err(|e| format!("sync: {e}")))
     }
 
     /// Writes a checkpoint of member `i` (durable end as its core knows it,
@@ -155,12 +173,17 @@ impl Sim {
         let out = d
             .crash(!kill, flip, &n.log)
             .map_err(|e| format!("{id} ({}): {e}", d.dir().display()))?;
+        let purge_floor = n.log.purge_floor();
         let from = n.log.crash_to(&out.entries, out.end_pos).map_err(|e| {
             format!(
                 "{id} after a {}: {e}",
                 if kill { "process kill" } else { "power loss" }
             )
         })?;
+        // An unfinished purge may have taken the head: what is gone was purged.
+        if let (Some(floor), Some(first)) = (purge_floor, out.entries.first()) {
+            n.purged_below = n.purged_below.max(first.index().min(floor));
+        }
         let uncertain = n.hard_uncertain.take();
         if out.hard_state != n.hard && Some(&out.hard_state) != uncertain.as_ref() {
             return Err(format!(

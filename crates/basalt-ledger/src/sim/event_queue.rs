@@ -143,8 +143,10 @@ impl Sim {
             return Ok(());
         }
         self.nodes[node].sync_outstanding = false;
-        if let Err(reason) = self.disk_run_sync(node) {
-            return self.storage_failed(node, reason);
+        match self.disk_run_sync(node)? {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(reason) => return self.storage_failed(node, reason),
         }
         self.nodes[node].log.synced(through);
         self.step_node(node, Event::Synced { through })

@@ -24,6 +24,7 @@ impl Sim {
                 self.dup = self.rng.range(0, 60);
             }
             7 if self.opts.transfers => self.transfer_random()?,
+            8 if self.opts.disk.is_some() => self.purge_random()?,
             _ => {}
         }
         Ok(())
@@ -153,6 +154,9 @@ impl Sim {
         // committed.
         let c = self.nodes[i].checked_committed;
         for idx in 0..=c {
+            if self.purged_at(i, idx) {
+                continue;
+            }
             let e = self.nodes[i].log.entry(idx).ok().flatten();
             if e.as_ref() != self.committed.get(idx as usize) {
                 return Err(format!(

@@ -41,6 +41,9 @@ impl Sim {
         }
         let start = ((prev + 1) as usize).min(self.committed.len());
         for idx in start..=(c as usize) {
+            if self.purged_at(i, idx as i64) && idx < self.committed.len() {
+                continue;
+            }
             let e = self.nodes[i]
                 .log
                 .entry(idx as i64)
@@ -81,7 +84,8 @@ impl Sim {
                 .filter(|n| {
                     let d = n.log.durable_entries();
                     let first = n.log.first_index();
-                    idx as i64 >= first && d.get(idx - first as usize) == Some(e)
+                    (idx as i64) < n.purged_below
+                        || idx as i64 >= first && d.get(idx - first as usize) == Some(e)
                 })
                 .count();
             if holders < quorum {
@@ -172,6 +176,9 @@ impl Sim {
             let Some(j) = self.index_of(&peer) else {
                 continue;
             };
+            if self.purged_at(i, w) || self.purged_at(j, w) {
+                continue;
+            }
             let mine = node.log.entry(w).ok().flatten();
             let peer_node = &self.nodes[j];
             let same_term = peer_node

@@ -75,6 +75,9 @@ impl Sim {
                 return Err(format!("{} is down at the end", n.id));
             };
             for idx in 0..=c.committed_index() {
+                if idx < n.purged_below {
+                    continue;
+                }
                 let e = n.log.entry(idx).ok().flatten();
                 if e.as_ref() != reference.get(idx as usize) {
                     return Err(format!("{} differs from the committed log at {idx}", n.id));

@@ -34,6 +34,10 @@ pub struct MemLog {
     durable_len: usize,
     pending_truncate: Option<PendingTruncate>,
     unsynced_truncation: bool,
+    /// A purge that did not finish may have removed the entries before this
+    /// index (its unlinks reach the disk in any order until synced): the
+    /// next crash may bring back a log starting anywhere up to it.
+    purge_floor: Option<i64>,
 }
 
 impl MemLog {
@@ -47,7 +51,19 @@ impl MemLog {
             durable_len: 0,
             pending_truncate: None,
             unsynced_truncation: false,
+            purge_floor: None,
         }
+    }
+
+    /// The index set by [`MemLog::purge_interrupted`], until the next crash.
+    pub fn purge_floor(&self) -> Option<i64> {
+        self.purge_floor
+    }
+
+    /// A purge up to `index` was started and did not finish: until the next
+    /// crash, the log may have lost its entries before `index`.
+    pub fn purge_interrupted(&mut self, index: i64) {
+        self.purge_floor = Some(self.purge_floor.unwrap_or(index).max(index));
     }
 
     pub fn entries(&self) -> &[Entry] {
@@ -113,9 +129,20 @@ impl MemLog {
     /// Drops entries from `next_index` on (see `LedgerCommand::Truncate`). Returns the
     /// entries removed.
     pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Vec<Entry> {
+        self.truncate_as(next_index, next_pos, true)
+    }
+
+    /// Drops every entry (see `LedgerCommand::Reset`); the log restarts empty at
+    /// `next_index`/`next_pos`. Returns the entries removed.
+    pub fn reset(&mut self, next_index: i64, next_pos: i64) -> Vec<Entry> {
+        self.truncate_as(next_index, next_pos, false)
+    }
+
+    fn truncate_as(&mut self, next_index: i64, next_pos: i64, may_keep: bool) -> Vec<Entry> {
         let durable_before = self.durable_len;
         self.unsynced_truncation = true;
-        let keep_prefix = !self.entries.is_empty()
+        let keep_prefix = may_keep
+            && !self.entries.is_empty()
             && next_index > self.first
             && next_index - 1 <= self.end_index()
             && self.entries[(next_index - 1 - self.first) as usize]
@@ -230,7 +257,18 @@ impl MemLog {
     /// durable entry, then some of the unsynced ones, each intact); then the
     /// model becomes it. Returns the lowest index that may have changed.
     pub fn crash_to(&mut self, recovered: &[Entry], end_pos: i64) -> Result<i64, String> {
-        let (cands, lo, first) = self.crash_candidates();
+        let floor = self.purge_floor.take();
+        let (mut cands, mut lo, mut first) = self.crash_candidates();
+        // An unfinished purge removed some of the oldest files: the log then
+        // starts later, at most at the purge's new first entry.
+        if let (Some(floor), Some(r)) = (floor, recovered.first()) {
+            let k = r.index() - first;
+            if k > 0 && r.index() <= floor && (k as usize) < cands.len() {
+                cands = &cands[k as usize..];
+                lo = lo.saturating_sub(k as usize);
+                first = r.index();
+            }
+        }
         // With nothing that must survive (a reset not yet synced), the removal
         // of the old files may have reached the disk for some and not others:
         // any run of the old entries may come back.

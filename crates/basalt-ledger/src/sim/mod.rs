@@ -32,7 +32,8 @@
 //! member's core and executes its commands; `clients` submits appends and checks
 //! their answers; `fault_injection` crashes, restarts, partitions and skews;
 //! `invariants` holds the safety checks and `liveness` the settling checks;
-//! `disk_member` and `disk_steps` run members over real stores on simulated disks.
+//! `disk_member` and `disk_steps` run members over real stores on simulated disks,
+//! `purges` runs retention purges on them.
 
 mod clients;
 mod disk_member;
@@ -45,6 +46,7 @@ mod liveness;
 mod memlog;
 mod network;
 mod node_driver;
+mod purges;
 
 pub use disk_member::DiskOptions;
 pub use memlog::MemLog;
@@ -142,6 +144,7 @@ impl SimOptions {
             flip_one_in: 3,
             process_kill_one_in: 5,
             skip_syncs_of: None,
+            skip_reset_checkpoint: false,
             index_file_size: [32 * 8, 32 * 64][r.range(0, 2) as usize],
         });
         o
@@ -181,6 +184,17 @@ pub struct SimReport {
     pub acked_appends: u64,
     pub failed_appends: u64,
     pub crashes: u64,
+    /// Retention purges that deleted files, and those a power loss cut short.
+    pub purges: u64,
+    pub purges_interrupted: u64,
+    /// Truncations that kept nothing (a follower starting over at the
+    /// leader's next entry).
+    pub resets: u64,
+    /// Resets of a follower that fell behind a purge, to the leader's first
+    /// kept entry.
+    pub resets_past_purge: u64,
+    /// Resets whose sync a power loss cut short.
+    pub resets_cut_short: u64,
     pub terms: i64,
     pub sim_ms: u64,
     /// The run ended after a leadership transfer it asked for once settled.
@@ -220,6 +234,9 @@ struct Node {
     failed: Option<String>,
     /// A hard state whose write failed: it may or may not be on the disk.
     hard_uncertain: Option<HardState>,
+    /// Committed entries below this index were purged here (or a reset
+    /// started the log past them): the member no longer holds them.
+    purged_below: i64,
 }
 
 /// One simulation run: the seeded generator, the event queue, every member and
@@ -317,6 +334,7 @@ impl Sim {
                 disk,
                 failed: None,
                 hard_uncertain: None,
+                purged_below: 0,
             });
         }
         Ok(Sim {

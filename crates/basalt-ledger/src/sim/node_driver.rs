@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::Sim;
 use super::event_queue::Ev;
-use crate::core::{ClientId, Event, HardState, LedgerCommand, Placement};
+use crate::core::{ClientId, Event, HardState, LedgerCommand, LogRead, Placement};
 use crate::entry::Entry;
 
 impl Sim {
@@ -104,7 +104,11 @@ impl Sim {
             LedgerCommand::Truncate {
                 next_index,
                 next_pos,
-            } => self.truncate_log(i, next_index, next_pos),
+            } => self.truncate_log(i, next_index, next_pos, false),
+            LedgerCommand::Reset {
+                next_index,
+                next_pos,
+            } => self.truncate_log(i, next_index, next_pos, true),
             LedgerCommand::Sync { through } => {
                 self.start_sync(i, through);
                 Ok(false)
@@ -172,7 +176,13 @@ impl Sim {
         Ok(true)
     }
 
-    fn truncate_log(&mut self, i: usize, next_index: i64, next_pos: i64) -> Result<bool, String> {
+    fn truncate_log(
+        &mut self,
+        i: usize,
+        next_index: i64,
+        next_pos: i64,
+        reset: bool,
+    ) -> Result<bool, String> {
         let n = &self.nodes[i];
         if n.sync_outstanding {
             return Err(format!("{}: truncate while a sync is outstanding", n.id));
@@ -184,8 +194,16 @@ impl Sim {
                 n.id
             ));
         }
-        self.nodes[i].log.truncate(next_index, next_pos);
-        self.disk_truncate(i, next_index, next_pos)?;
+        if reset {
+            self.nodes[i].log.reset(next_index, next_pos);
+        } else {
+            self.nodes[i].log.truncate(next_index, next_pos);
+        }
+        if self.nodes[i].log.end_index() < 0 {
+            self.report.resets += 1;
+            self.note_reset(i, next_index);
+        }
+        self.disk_truncate(i, next_index, next_pos, reset)?;
         self.check_acked_from(next_index)?;
         Ok(true)
     }

@@ -1,11 +1,13 @@
 //! The offline check for operators ([`check_ledger_dir`], behind `basalt store
-//! check`): read-only mappings of a ledger directory, every entry scanned, nothing
-//! modified. Also [`scan_bytes`], the scanner over plain bytes for fuzzing.
+//! check`): read-only views of a ledger directory through [`basalt_disk`] (real
+//! or simulated disk), every entry scanned, nothing modified. Also [`scan_bytes`], the scanner over plain bytes for fuzzing.
 
 use std::path::{Path, PathBuf};
 
+use basalt_disk::{Disk, ReadOnlyMap};
+
 use super::scan::{DataSource, Stop, scan};
-use super::{LedgerCheckpoint, LedgerStoreError, UNIT, error, meta};
+use super::{LedgerCheckpoint, LedgerStoreError, UNIT, meta};
 use crate::core::HardState;
 use crate::entry::{EntryKind, INDEX_UNIT_SIZE, IndexUnit};
 
@@ -64,6 +66,9 @@ pub struct LedgerCheckReport {
     pub index_mismatches: u64,
     pub checkpoint: Option<LedgerCheckpoint>,
     pub hard_state: Option<HardState>,
+    /// Data and index files after a gap in the names: creations or removals a
+    /// power loss kept out of order, an unsynced tail the next start removes.
+    pub stray_files: Vec<PathBuf>,
 }
 
 impl LedgerCheckReport {
@@ -93,6 +98,12 @@ impl std::fmt::Display for LedgerCheckReport {
             writeln!(f, "term {term:>10}:  {n} entries from index {first}")?;
         }
         writeln!(f, "index mismatches: {}", self.index_mismatches)?;
+        for p in &self.stray_files {
+            writeln!(
+                f,
+                "after a gap:      {p:?} (unsynced; the next start removes it)"
+            )?;
+        }
         if let Some(c) = &self.checkpoint {
             writeln!(
                 f,
@@ -127,34 +138,36 @@ pub struct BadSpot {
     pub reason: String,
 }
 
-/// The files of one directory of a ledger, mapped read-only, equally sized and
-/// without gaps (loading fails otherwise).
+/// The files of one directory of a ledger, mapped read-only through
+/// [`Disk::map_read_only`] (a shared mapping on the real disk, a copy of the
+/// page cache on the simulated one): the contiguous run from the first file,
+/// equally sized (loading fails otherwise). Files after a gap in the names are
+/// strays, as recovery sees them.
 pub(super) struct ReadOnlyFiles {
-    files: Vec<(PathBuf, i64, memmap2::Mmap)>,
+    files: Vec<(PathBuf, i64, ReadOnlyMap)>,
     file_size: i64,
+    /// Files after a gap in the names, not part of the view.
+    strays: Vec<PathBuf>,
 }
 
 impl ReadOnlyFiles {
-    pub(super) fn load(dir: &Path) -> Result<ReadOnlyFiles, LedgerStoreError> {
+    pub(super) fn load(disk: &Disk, dir: &Path) -> Result<ReadOnlyFiles, LedgerStoreError> {
         let mut names = Vec::new();
-        if dir.exists() {
-            for e in std::fs::read_dir(dir).map_err(|e| error::io_err(dir, "read_dir", e))? {
-                let e = e.map_err(|e| error::io_err(dir, "read_dir", e))?;
-                let name = e.file_name().to_string_lossy().to_string();
-                if let (20, Ok(start)) = (name.len(), name.parse::<i64>()) {
-                    names.push((start, e.path()));
+        if disk.exists(dir) {
+            for e in disk.list_dir(dir)? {
+                if let (20, Ok(start), false) = (e.name.len(), e.name.parse::<i64>(), e.is_dir) {
+                    names.push((start, e.path));
                 }
             }
         }
         names.sort();
         let mut files = Vec::new();
         let mut file_size = 0;
+        let mut prev: Option<i64> = None;
+        let mut strays = Vec::new();
         for (start, path) in names {
-            let f = std::fs::File::open(&path).map_err(|e| error::io_err(&path, "open", e))?;
-            let len = f
-                .metadata()
-                .map_err(|e| error::io_err(&path, "stat", e))?
-                .len() as i64;
+            let map = disk.map_read_only(&path)?;
+            let len = map.len() as i64;
             if file_size == 0 {
                 file_size = len;
             }
@@ -165,25 +178,23 @@ impl ReadOnlyFiles {
                     reason: format!("file is {len} bytes, others {file_size}"),
                 });
             }
-            if let Some((_, prev, _)) = files.last()
-                && start != prev + file_size
-            {
-                return Err(LedgerStoreError::Corrupt {
-                    path,
-                    offset: 0,
-                    reason: format!("gap after the file starting at {prev}"),
-                });
+            if !strays.is_empty() || prev.is_some_and(|p| start != p + file_size) {
+                // A creation or removal a power loss kept out of order: an
+                // unsynced tail, which recovery removes.
+                strays.push(path);
+                continue;
             }
+            prev = Some(start);
             if len == 0 {
                 continue;
             }
-            // SAFETY: read-only mapping for a check; a concurrent writer can only
-            // make the report stale, never unsound reads of our own memory.
-            let map =
-                unsafe { memmap2::Mmap::map(&f) }.map_err(|e| error::io_err(&path, "mmap", e))?;
             files.push((path, start, map));
         }
-        Ok(ReadOnlyFiles { files, file_size })
+        Ok(ReadOnlyFiles {
+            files,
+            file_size,
+            strays,
+        })
     }
 
     /// Start of the first file, if there is one.
@@ -191,7 +202,7 @@ impl ReadOnlyFiles {
         self.files.first().map(|f| f.1)
     }
 
-    pub(super) fn find(&self, pos: i64) -> Option<&(PathBuf, i64, memmap2::Mmap)> {
+    pub(super) fn find(&self, pos: i64) -> Option<&(PathBuf, i64, ReadOnlyMap)> {
         let first = self.files.first()?.1;
         if pos < first || self.file_size == 0 {
             return None;
@@ -222,18 +233,26 @@ impl DataSource for ReadOnlyFiles {
 
 /// Checks a ledger directory without modifying it: every entry of every data file
 /// (magic, size, position, index continuity, term order, body CRC) and its index
-/// unit. For the operator tool `basalt store check`.
+/// unit. For the operator tool `basalt store check` ([`check_ledger_dir_on`] on
+/// the real disk).
 pub fn check_ledger_dir(dir: &Path) -> Result<LedgerCheckReport, LedgerStoreError> {
-    let data = ReadOnlyFiles::load(&dir.join("data"))?;
-    let index = ReadOnlyFiles::load(&dir.join("index"))?;
+    check_ledger_dir_on(&Disk::Real, dir)
+}
+
+/// [`check_ledger_dir`] on `disk` (the simulator checks its members' simulated
+/// directories with it after every restart).
+pub fn check_ledger_dir_on(disk: &Disk, dir: &Path) -> Result<LedgerCheckReport, LedgerStoreError> {
+    let data = ReadOnlyFiles::load(disk, &dir.join("data"))?;
+    let index = ReadOnlyFiles::load(disk, &dir.join("index"))?;
     let mut r = LedgerCheckReport {
         data_files: data.files.len(),
         index_files: index.files.len(),
         first_index: -1,
         last_index: -1,
-        checkpoint: meta::load_checkpoint(&basalt_disk::Disk::Real, dir)?,
-        hard_state: if dir.join(meta::TERM_FILE).exists() {
-            Some(meta::load_hard_state(&basalt_disk::Disk::Real, dir)?)
+        checkpoint: meta::load_checkpoint(disk, dir)?,
+        stray_files: data.strays.iter().chain(&index.strays).cloned().collect(),
+        hard_state: if disk.exists(&dir.join(meta::TERM_FILE)) {
+            Some(meta::load_hard_state(disk, dir)?)
         } else {
             None
         },
@@ -270,7 +289,9 @@ pub fn check_ledger_dir(dir: &Path) -> Result<LedgerCheckReport, LedgerStoreErro
     r.index_mismatches = mismatches;
     r.first_index = s.first.map(|h| h.index).unwrap_or(-1);
     r.last_index = s.last.map(|h| h.index).unwrap_or(-1);
-    r.end_pos = s.end_pos;
+    // Right after the last entry, as recovery puts the end (a blank closing
+    // its file belongs to an entry that is not there).
+    r.end_pos = s.last.map(|h| h.end_pos()).unwrap_or(s.end_pos);
     if let Stop::Damage { pos, reason } = s.stop {
         let (path, offset) = match data.find(pos) {
             Some((p, st, _)) => (p.clone(), (pos - st) as u64),

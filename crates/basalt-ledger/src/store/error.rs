@@ -1,6 +1,6 @@
 //! Errors of the ledger store.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use thiserror::Error;
 
@@ -42,13 +42,5 @@ impl LedgerStoreError {
             }
             _ => false,
         }
-    }
-}
-
-pub(crate) fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> LedgerStoreError {
-    LedgerStoreError::Io {
-        path: path.to_path_buf(),
-        op,
-        source,
     }
 }

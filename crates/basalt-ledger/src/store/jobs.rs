@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use basalt_disk::Disk;
 
+use super::reset::ResetWork;
 use super::{LedgerCheckpoint, LedgerSegment, LedgerSegmentList, LedgerStoreError, meta};
 
 /// Syncs prepared by the writer, run on a blocking thread. Owns the segments and
@@ -20,11 +21,16 @@ pub struct SyncJob {
     pub(super) ranges: Vec<(Arc<LedgerSegment>, usize, usize)>,
     pub(super) fsync: Vec<Arc<LedgerSegment>>,
     pub(super) dirs: Vec<PathBuf>,
+    /// A reset's checkpoint and removals, made before the syncs.
+    pub(super) reset: Option<ResetWork>,
 }
 
 impl SyncJob {
-    /// Performs the syncs.
+    /// Performs the syncs (after a reset's work, if it carries one).
     pub fn run(&self) -> Result<(), LedgerStoreError> {
+        if let Some(r) = &self.reset {
+            r.run(&self.disk)?;
+        }
         for (f, off, len) in &self.ranges {
             f.sync_range(*off, *len)?;
         }
@@ -37,8 +43,27 @@ impl SyncJob {
         Ok(())
     }
 
+    /// How many operations a reset this job carries makes (0 without one):
+    /// the checkpoint replacement, each unlink, each directory sync.
+    pub fn reset_operations(&self) -> usize {
+        self.reset.as_ref().map_or(0, |r| r.operations())
+    }
+
+    /// Makes only the first `ops` operations of the reset this job carries, as
+    /// a crash would stop it; nothing else. For the simulator, which then cuts
+    /// the power.
+    pub fn run_reset_first(&self, ops: usize) -> Result<(), LedgerStoreError> {
+        match &self.reset {
+            Some(r) => r.run_first(&self.disk, ops),
+            None => Ok(()),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty() && self.fsync.is_empty() && self.dirs.is_empty()
+        self.ranges.is_empty()
+            && self.fsync.is_empty()
+            && self.dirs.is_empty()
+            && self.reset.is_none()
     }
 }
 

@@ -381,6 +381,25 @@ impl LedgerSegmentList {
         }
     }
 
+    /// Creates the files from the one holding `pos` up to the first file, when
+    /// `pos` lies before it (recovery: a power loss during a reset kept a
+    /// later index file and lost an earlier one). Returns whether files were
+    /// created.
+    pub(crate) fn prepend_to(&mut self, pos: i64) -> Result<bool, LedgerStoreError> {
+        let Some(first) = self.files.first().map(|f| f.start()) else {
+            return Ok(false);
+        };
+        let mut start = first;
+        let mut created = false;
+        while pos < start {
+            start -= self.file_size;
+            let file = self.open_file(start)?;
+            self.files.insert(0, file);
+            created = true;
+        }
+        Ok(created)
+    }
+
     /// Reads bytes at a global offset (copying), for the writer and recovery.
     pub fn read(&self, pos: i64, len: usize) -> Option<Vec<u8>> {
         let f = self.find(pos)?;
@@ -428,6 +447,12 @@ impl LedgerSegmentList {
     /// fsyncs the list's directory (after creating or deleting files in it).
     pub fn sync_dir(&self) -> Result<(), LedgerStoreError> {
         Ok(self.disk.sync_dir(&self.dir)?)
+    }
+
+    /// Takes every file out of the list without deleting it (the caller
+    /// deletes them once that is safe).
+    pub(crate) fn detach_all(&mut self) -> Vec<Arc<LedgerSegment>> {
+        std::mem::take(&mut self.files)
     }
 
     /// Takes the first file out of the list without deleting it (the caller

@@ -25,6 +25,11 @@ pub const TERM_FILE: &str = "currterm";
 pub struct LedgerCheckpoint {
     pub end_index: i64,
     pub committed_index: i64,
+    /// `(index, position)` of a reset (a truncation that keeps nothing) whose
+    /// removals may not all be durable yet: a log that does not begin with
+    /// that entry is the reset's leftovers, and recovery removes it
+    /// (`resetIndex=`, `resetPos=`; Basalt only).
+    pub reset: Option<(i64, i64)>,
 }
 
 /// Parses Java properties text leniently: `key=value` or `key:value` lines, `#`/`!`
@@ -98,9 +103,17 @@ pub fn load_checkpoint(
     let Some(map) = read_properties(disk, &path)? else {
         return Ok(None);
     };
+    let reset = match (
+        number(&path, &map, "resetIndex")?,
+        number(&path, &map, "resetPos")?,
+    ) {
+        (Some(i), Some(p)) => Some((i, p)),
+        _ => None,
+    };
     Ok(Some(LedgerCheckpoint {
         end_index: number(&path, &map, "endIndex")?.unwrap_or(-1),
         committed_index: number(&path, &map, "committedIndex")?.unwrap_or(-1),
+        reset,
     }))
 }
 
@@ -109,10 +122,13 @@ pub fn store_checkpoint(
     dir: &Path,
     c: LedgerCheckpoint,
 ) -> Result<(), LedgerStoreError> {
-    let text = format!(
+    let mut text = format!(
         "endIndex={}\ncommittedIndex={}\n",
         c.end_index, c.committed_index
     );
+    if let Some((i, p)) = c.reset {
+        text.push_str(&format!("resetIndex={i}\nresetPos={p}\n"));
+    }
     replace_file(disk, dir, CHECKPOINT_FILE, text.as_bytes())
 }
 
@@ -175,6 +191,7 @@ mod tests {
         let c = LedgerCheckpoint {
             end_index: 10,
             committed_index: 7,
+            reset: None,
         };
         store_checkpoint(REAL, dir.path(), c).unwrap();
         assert_eq!(load_checkpoint(REAL, dir.path()).unwrap(), Some(c));
@@ -184,6 +201,7 @@ mod tests {
         let c2 = LedgerCheckpoint {
             end_index: 11,
             committed_index: 11,
+            reset: Some((40, 4096)),
         };
         store_checkpoint(REAL, dir.path(), c2).unwrap();
         assert_eq!(load_checkpoint(REAL, dir.path()).unwrap(), Some(c2));

@@ -21,6 +21,8 @@
 //!   index-unit repair and the torn-tail cut;
 //! * `writer` — the writer's operations: append, truncate, prefault, sync
 //!   and checkpoint preparation, and its [`LogRead`](crate::core::LogRead) view;
+//! * `reset` — a truncation that keeps nothing: the checkpoint stops claiming
+//!   the old entries durably before any of them is removed;
 //! * `purge` — retention's purge: the writer detaches old files, a
 //!   [`PurgeJob`] deletes them on a blocking thread;
 //! * `reader` — [`LedgerReader`], [`LedgerEntry`], [`ReadError`];
@@ -48,6 +50,7 @@ mod jobs;
 mod purge;
 mod reader;
 mod recovery;
+mod reset;
 mod room;
 mod scan;
 mod view;
@@ -61,7 +64,7 @@ use parking_lot::RwLock;
 
 use crate::entry::{Entry, EntryHeader, HEADER_SIZE, INDEX_UNIT_SIZE, IndexUnit};
 
-pub use checker::{BadSpot, LedgerCheckReport, check_ledger_dir, scan_bytes};
+pub use checker::{BadSpot, LedgerCheckReport, check_ledger_dir, check_ledger_dir_on, scan_bytes};
 pub use error::LedgerStoreError;
 pub use jobs::{CheckpointJob, PrefaultJob, SyncJob};
 pub use mapped::{LedgerSegment, LedgerSegmentList, SegmentSlice};
@@ -136,6 +139,8 @@ pub struct LedgerStore {
     /// Data pages up to here were (or are being) faulted in.
     prefaulted_until: i64,
     prefault_enabled: bool,
+    /// A reset waiting for its sync (see `reset`).
+    reset: reset::ResetState,
 }
 
 /// Bytes of recent entries kept in memory for pushes.

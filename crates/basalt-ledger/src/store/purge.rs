@@ -18,14 +18,19 @@ use std::sync::atomic::Ordering;
 
 use basalt_disk::Disk;
 
-use super::{LedgerSegment, LedgerStore, LedgerStoreError, UNIT, first_entry};
+use super::{LedgerSegment, LedgerStore, LedgerStoreError, Shared, UNIT, first_entry};
 
 /// Files a purge detached from the writer's lists, to delete off the runtime
 /// task, data files first, oldest first in each list. Holds the segments,
 /// so readers that still map them keep valid bytes until they drop them.
+///
+/// A failed unlink or directory sync poisons the store: after a failed fsync
+/// the directory's state on disk is unknown, and a later sync that reports
+/// success need not cover the earlier removal.
 pub struct PurgeJob {
     disk: Disk,
     files: Vec<Arc<LedgerSegment>>,
+    shared: Arc<Shared>,
     /// The first index once the files are gone.
     pub begin_index: i64,
 }
@@ -34,14 +39,41 @@ impl PurgeJob {
     /// Deletes the detached files, each made durable before the next;
     /// returns the new first index.
     pub fn run(self) -> Result<i64, LedgerStoreError> {
+        let n = self.operations();
+        self.run_first(n)?;
+        Ok(self.begin_index)
+    }
+
+    /// How many operations [`PurgeJob::run`] makes: an unlink and a directory
+    /// sync per file.
+    pub fn operations(&self) -> usize {
+        2 * self.files.len()
+    }
+
+    /// Makes only the first `ops` operations of [`PurgeJob::run`] (unlink,
+    /// directory sync, unlink, ...), as a crash would stop it. For the
+    /// simulator, which then cuts the power.
+    pub fn run_first(&self, ops: usize) -> Result<(), LedgerStoreError> {
+        let mut left = ops;
         for f in &self.files {
             let path = f.path();
-            self.disk.remove_file(path)?;
-            if let Some(dir) = path.parent() {
-                self.disk.sync_dir(dir)?;
+            for sync in [false, true] {
+                if left == 0 {
+                    return Ok(());
+                }
+                left -= 1;
+                let r = match (sync, path.parent()) {
+                    (false, _) => self.disk.remove_file(path).map(|_| ()),
+                    (true, Some(dir)) => self.disk.sync_dir(dir),
+                    (true, None) => Ok(()),
+                };
+                if let Err(e) = r {
+                    self.shared.poisoned.store(true, Ordering::Release);
+                    return Err(e.into());
+                }
             }
         }
-        Ok(self.begin_index)
+        Ok(())
     }
 }
 
@@ -62,8 +94,15 @@ impl LedgerStore {
         let mut job = PurgeJob {
             disk: self.data.disk().clone(),
             files: Vec::new(),
+            shared: self.shared.clone(),
             begin_index: self.begin_index,
         };
+        if self.reset.marker_on_disk {
+            // The checkpoint still names a reset: purged, the log would not
+            // begin with its entry, and recovery would take all of it for the
+            // reset's leftovers. The next checkpoint clears that; purge then.
+            return Ok(job);
+        }
         while self.data.files().len() > 1 && self.data.files()[0].end() <= limit {
             job.files.extend(self.data.detach_first());
         }

@@ -11,7 +11,10 @@
 //! 3. It cuts the torn tail: the first bad entry and everything after it, and the
 //!    index after the last good entry's unit. Damage inside the region the
 //!    checkpoint says is durable is not a torn write: opening fails with an error
-//!    that names the file and offset.
+//!    that names the file and offset. So does a log that ends cleanly (zeros,
+//!    or no more files) before the checkpoint's entry: every truncation keeps
+//!    what the checkpoint claims, and a reset makes it claim nothing before
+//!    it removes anything (`super::reset`).
 //! 4. It makes everything it kept durable (it may have been in the page cache of
 //!    a crashed process only), then publishes the checkpoint's committed index,
 //!    clamped to the recovered end.
@@ -96,6 +99,9 @@ impl LedgerStore {
         let hard_state = meta::load_hard_state(&disk, &opts.dir)?;
         let checkpoint = meta::load_checkpoint(&disk, &opts.dir)?;
         let ck_end = checkpoint.map(|c| c.end_index).unwrap_or(-1);
+        if let Some((reset_index, reset_pos)) = checkpoint.and_then(|c| c.reset) {
+            remove_reset_leftovers(&mut data, &mut index, reset_index, reset_pos)?;
+        }
 
         let outcome = scan_log(&data, &mut index, ck_end, opts.data_file_size)?;
         let bounds = outcome.bounds;
@@ -113,6 +119,7 @@ impl LedgerStore {
             .unwrap_or(-1)
             .min(bounds.end_index);
         let mut store = LedgerStore::recovered(opts, disk, data, index, bounds);
+        store.reset.marker_on_disk = checkpoint.is_some_and(|c| c.reset.is_some());
         store.set_committed(committed_index);
         Ok((
             store,
@@ -161,8 +168,34 @@ impl LedgerStore {
             tail_bytes: 0,
             prefaulted_until: b.end_pos,
             prefault_enabled: true,
+            reset: Default::default(),
         }
     }
+}
+
+/// The checkpoint names a reset whose removals may not all have reached the
+/// disk: unless the log begins with the reset's entry (`reset_index` at
+/// `reset_pos`, written after the removals were durable), every file is a
+/// leftover of the old log, however many of them a power loss kept, and goes.
+/// (A run of old entries kept would be a log missing its head, entries the
+/// cluster committed; as a leader it would hand that on.)
+fn remove_reset_leftovers(
+    data: &mut LedgerSegmentList,
+    index: &mut LedgerSegmentList,
+    reset_index: i64,
+    reset_pos: i64,
+) -> Result<(), LedgerStoreError> {
+    let begins_new_log =
+        first_entry(data).is_some_and(|h| h.index == reset_index && h.pos == reset_pos);
+    if begins_new_log || (data.is_empty() && index.is_empty()) {
+        return Ok(());
+    }
+    tracing::warn!(
+        dir = %data.dir().display(),
+        "removing what an interrupted reset of the ledger left behind"
+    );
+    data.clear()?;
+    index.clear()
 }
 
 /// Refuses file sizes the layout cannot work with.
@@ -207,6 +240,9 @@ fn scan_without_entries(
             return Err(corrupt_at(data, *pos, reason.clone()));
         }
         cut = Some((*pos, reason.clone()));
+    }
+    if ck_end >= 0 {
+        return Err(ends_before_checkpoint(data, s.end_pos, -1, ck_end));
     }
     Ok(ScanOutcome {
         bounds: LogBounds::empty(s.end_pos),
@@ -262,6 +298,15 @@ fn scan_entries(
                 u.pos
             ),
         ));
+    }
+    // A clean end before the checkpoint's entry: durable entries are gone.
+    // (A purge may have removed the claimed entry with the head: then the log
+    // starts after it. A reset makes its checkpoint claim nothing first.)
+    if let Some(l) = s.last
+        && first.index <= ck_end
+        && l.index < ck_end
+    {
+        return Err(ends_before_checkpoint(data, l.end_pos(), l.index, ck_end));
     }
     let index_units_fixed = repair_index_units(index, &fixes)?;
     let bounds = match s.last {
@@ -322,6 +367,7 @@ fn repair_index_units(
     fixes: &[IndexUnit],
 ) -> Result<u64, LedgerStoreError> {
     for u in fixes {
+        index.prepend_to(u.index * UNIT)?;
         let (f, _) = index.ensure(u.index * UNIT)?;
         f.ensure_reserved()?;
         // SAFETY: recovery runs before the store (and any reader) exists.
@@ -383,6 +429,21 @@ fn make_durable(
     }
     data.sync_dir()?;
     index.sync_dir()
+}
+
+/// The log ends cleanly at `end_pos` (after entry `last`, -1 for none) before
+/// the checkpoint's durable entry `ck_end`.
+fn ends_before_checkpoint(
+    data: &LedgerSegmentList,
+    end_pos: i64,
+    last: i64,
+    ck_end: i64,
+) -> LedgerStoreError {
+    corrupt_at(
+        data,
+        end_pos,
+        format!("the log ends after index {last}, before the checkpoint's durable entry {ck_end}"),
+    )
 }
 
 /// A corruption error naming the file holding `pos` (or the directory).

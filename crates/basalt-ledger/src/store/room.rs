@@ -19,6 +19,7 @@ impl LedgerStore {
         first_index: i64,
         last_index: i64,
     ) -> Result<(), LedgerStoreError> {
+        self.check_reset_settled()?;
         let mut created = false;
         for (list, dirty, from, to) in [
             (&mut self.data, &mut self.data_dirty, from_pos, end_pos),

@@ -1,10 +1,13 @@
-//! [`LedgerFilesView`]: a ledger directory mapped read-only for offline tools
+//! [`LedgerFilesView`]: a ledger directory viewed read-only (through
+//! [`basalt_disk::Disk::map_read_only`]) for offline tools
 //! (`basalt store check` and `dump` in ledger mode). It finds an entry by the
 //! position of its body, which is what a ledger-mode broker stores as a
 //! record's physical offset, and walks entries in log order. Nothing is
 //! modified and no lock is taken.
 
 use std::path::Path;
+
+use basalt_disk::Disk;
 
 use super::checker::ReadOnlyFiles;
 use super::scan::{DataSource, Stop, scan};
@@ -43,12 +46,18 @@ impl ViewedEntry<'_> {
 }
 
 impl LedgerFilesView {
-    /// Maps `dir`'s data files and finds where its valid entries end.
+    /// Maps `dir`'s data files on the real disk and finds where its valid
+    /// entries end.
     pub fn open(dir: &Path) -> Result<LedgerFilesView, LedgerStoreError> {
-        let data = ReadOnlyFiles::load(&dir.join("data"))?;
+        LedgerFilesView::open_on(&Disk::Real, dir)
+    }
+
+    /// [`LedgerFilesView::open`] on `disk` (real or simulated).
+    pub fn open_on(disk: &Disk, dir: &Path) -> Result<LedgerFilesView, LedgerStoreError> {
+        let data = ReadOnlyFiles::load(disk, &dir.join("data"))?;
         let begin_pos = data.first_start().unwrap_or(0);
         let end_pos = scan(&data, begin_pos, None, -1, |_, _| true).end_pos;
-        let checkpoint_committed = meta::load_checkpoint(&basalt_disk::Disk::Real, dir)?
+        let checkpoint_committed = meta::load_checkpoint(disk, dir)?
             .map(|c| c.committed_index)
             .unwrap_or(-1);
         Ok(LedgerFilesView {

@@ -12,8 +12,8 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{
-    CheckpointJob, Dirty, LedgerCheckpoint, LedgerReader, LedgerStore, LedgerStoreError,
-    PREFAULT_AHEAD, PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, read_unit,
+    CheckpointJob, LedgerCheckpoint, LedgerReader, LedgerStore, LedgerStoreError, PREFAULT_AHEAD,
+    PREFAULT_CHUNK, PrefaultJob, SyncJob, TAIL_CACHE_BYTES, UNIT, read_unit,
 };
 use crate::core::LogRead;
 use crate::entry::{BLANK_MAGIC, Entry, EntryHeader, HEADER_SIZE, IndexUnit, place};
@@ -63,6 +63,7 @@ impl LedgerStore {
     /// Appends entries whose headers are final (index, term, position, CRC).
     pub fn append(&mut self, entries: &[(EntryHeader, &[u8])]) -> Result<(), LedgerStoreError> {
         self.check_writable()?;
+        self.check_reset_settled()?;
         if let (Some((first, _)), Some((last, _))) = (entries.first(), entries.last()) {
             // Every byte below is written into reserved blocks, or nothing is.
             let end = last.pos + last.size as i64;
@@ -129,6 +130,19 @@ impl LedgerStore {
     ) -> Result<bool, LedgerStoreError> {
         let size = h.size as i64;
         let mut files_changed = false;
+        if std::mem::take(&mut self.reset.leading_blank) {
+            // The first entry after a reset: its file starts with a blank up
+            // to the reset's position.
+            let (f, created) = self.data.ensure(self.end_pos)?;
+            files_changed |= created;
+            self.data_dirty.dir |= created;
+            if self.end_pos > f.start() {
+                f.ensure_reserved()?;
+                // SAFETY: a file of an empty log: nothing in it is published.
+                unsafe { f.write(0, &blank((self.end_pos - f.start()) as i32)) };
+                self.data_dirty.mark(f.start(), f.start() + 8);
+            }
+        }
         if pos != self.end_pos {
             // Close the current file with a blank.
             let (f, created) = self.data.ensure(self.end_pos)?;
@@ -216,6 +230,21 @@ impl LedgerStore {
     /// Removes every entry from `next_index` on; the next entry goes to `next_pos`
     /// (see `LedgerCommand::Truncate`). Never called for committed entries.
     pub fn truncate(&mut self, next_index: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
+        self.truncate_as(next_index, next_pos, true)
+    }
+
+    /// Removes every entry, whatever the log holds; the next entry is
+    /// `next_index` at `next_pos` (see `LedgerCommand::Reset`).
+    pub fn reset(&mut self, next_index: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
+        self.truncate_as(next_index, next_pos, false)
+    }
+
+    fn truncate_as(
+        &mut self,
+        next_index: i64,
+        next_pos: i64,
+        may_keep: bool,
+    ) -> Result<(), LedgerStoreError> {
         self.check_writable()?;
         let committed = self.shared.committed_index.load(Ordering::Acquire);
         assert!(
@@ -226,14 +255,15 @@ impl LedgerStore {
         // Cut pages are gone: fault them in again from the new end.
         self.prefaulted_until = self.prefaulted_until.min(next_pos);
         let prev = next_index - 1;
-        let keep_prefix = self.end_index >= 0
+        let keep_prefix = may_keep
+            && self.end_index >= 0
             && prev >= self.begin_index
             && prev <= self.end_index
             && self.unit_end_pos(prev) == Some(next_pos);
         if keep_prefix {
             self.cut_after(prev, next_pos)?;
         } else {
-            self.start_over_at(next_pos)?;
+            self.start_over_at(next_index, next_pos)?;
         }
         self.publish_files();
         Ok(())
@@ -260,44 +290,13 @@ impl LedgerStore {
         Ok(())
     }
 
-    /// Truncation keeping nothing: start over at the leader's position, with a
-    /// leading blank up to it.
-    fn start_over_at(&mut self, next_pos: i64) -> Result<(), LedgerStoreError> {
-        self.tail.clear();
-        self.tail_bytes = 0;
-        self.data.clear()?;
-        self.index.clear()?;
-        self.data_dirty = Dirty {
-            dir: true,
-            ..Dirty::default()
-        };
-        self.index_dirty = Dirty {
-            dir: true,
-            ..Dirty::default()
-        };
-        let (f, _) = self.data.ensure(next_pos)?;
-        if next_pos > f.start() {
-            f.ensure_reserved()?;
-            // SAFETY: a fresh file of an empty log: nothing in it is published.
-            unsafe { f.write(0, &blank((next_pos - f.start()) as i32)) };
-            self.data_dirty.mark(f.start(), f.start() + 8);
-        }
-        self.begin_index = -1;
-        self.end_index = -1;
-        self.end_term = -1;
-        self.end_pos = next_pos;
-        self.shared.begin_index.store(-1, Ordering::Release);
-        self.shared.begin_pos.store(next_pos, Ordering::Release);
-        self.shared.committed_pos.store(next_pos, Ordering::Release);
-        Ok(())
-    }
-
     /// The next chunk of data pages to fault in, when the writer comes within
     /// `PREFAULT_AHEAD` of what was faulted (creating the next data file ahead of
     /// time if the chunk reaches into it).
     pub fn prefault_job(&mut self) -> Option<PrefaultJob> {
         if !self.prefault_enabled
             || self.is_poisoned()
+            || self.check_reset_settled().is_err()
             || self.end_pos + PREFAULT_AHEAD <= self.prefaulted_until
         {
             return None;
@@ -347,6 +346,7 @@ impl LedgerStore {
             disk: self.disk.clone(),
             ..SyncJob::default()
         };
+        job.reset = self.take_reset();
         self.data_dirty.take(&self.data, &mut job);
         // Punched or deleted index files must reach the disk with the truncation.
         job.fsync.append(&mut self.index_dirty.fsync);
@@ -370,16 +370,21 @@ impl LedgerStore {
             ..SyncJob::default()
         };
         self.index_dirty.take(&self.index, &mut sync);
+        self.checkpoint_prepared();
         // Only committed entries are claimed: no truncation ever removes one,
         // so the checkpoint never claims what a cut (whose pages and names
         // may reach the disk in any order) takes away.
         let end = durable_index.min(committed_index).min(self.end_index);
+        // Entries before the first one (purged, or removed by a reset) are
+        // claimed by nobody.
+        let end = if end < self.begin_index { -1 } else { end };
         CheckpointJob {
             sync,
             dir: self.opts.dir.clone(),
             checkpoint: LedgerCheckpoint {
                 end_index: end,
                 committed_index,
+                reset: None,
             },
         }
     }

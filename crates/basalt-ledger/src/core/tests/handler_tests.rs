@@ -422,3 +422,44 @@ fn a_sync_completing_after_a_storage_failure_acknowledges_nothing() {
         "a poisoned member acknowledged a push"
     );
 }
+
+/// Regression (ledger power-loss simulator with purges, seed 33): a follower
+/// that fell behind the leader's first kept entry got a TRUNCATE at it and
+/// kept its own entries before it because their end position fitted, though
+/// nothing had verified them (the leader no longer had them to compare); it
+/// then committed its own divergent entry at an index the cluster had
+/// committed differently. An unverified prefix is now dropped: the follower
+/// starts over at the leader's first kept entry.
+#[test]
+fn a_truncate_at_the_leaders_first_kept_entry_drops_an_unverified_prefix() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1, 1, 1, 1]);
+    log.synced(3);
+    let mut f = follower(1, 2, &mut log);
+    // The leader's log differs from index 2 on and was purged before 3.
+    let mut lead = MemLog::new(FILE);
+    fill(&mut lead, &[1, 1, 2, 2]);
+    lead.purge_before(3);
+    let e3 = lead.entry(3).unwrap().unwrap();
+    assert_eq!(
+        log.entry(2).unwrap().unwrap().header.end_pos(),
+        e3.pos(),
+        "the follower's prefix ends where the leader's entry 3 starts"
+    );
+    let cmds = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 50, 2, PushType::Truncate, 3, vec![e3.clone()]),
+    );
+    assert!(
+        cmds.iter().any(|c| matches!(c, LedgerCommand::Reset { next_index: 3, next_pos } if *next_pos == e3.pos())),
+        "{cmds:?}"
+    );
+    assert_eq!(log.end_index(), -1, "nothing unverified is kept");
+    let cmds = synced(&mut f, &mut log, 21, &cmds);
+    assert!(cmds.iter().any(
+        |c| matches!(c, LedgerCommand::AppendAsFollower { entries } if entries[0].index() == 3)
+    ));
+    assert_eq!(log.entry(2).unwrap(), None);
+}

@@ -196,6 +196,12 @@ fn apply(log: &mut MemLog, cmds: &[LedgerCommand], bodies: &mut BTreeMap<ClientI
             } => {
                 log.truncate(*next_index, *next_pos);
             }
+            LedgerCommand::Reset {
+                next_index,
+                next_pos,
+            } => {
+                log.reset(*next_index, *next_pos);
+            }
             _ => {}
         }
     }
