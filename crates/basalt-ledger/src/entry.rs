@@ -16,7 +16,7 @@
 //! | 16  | 8    | term      |                                                    |
 //! | 24  | 8    | pos       | global byte position of the entry in the data files|
 //! | 32  | 4    | channel   | 0                                                  |
-//! | 36  | 4    | chainCrc  | 0                                                  |
+//! | 36  | 4    | chainCrc  | Basalt: the header's own CRC ([`EntryHeader::header_crc`]); 0 = none |
 //! | 40  | 4    | bodyCrc   | masked CRC32 of the body — **set and checked**     |
 //! | 44  | 4    | bodyLen   |                                                    |
 
@@ -27,6 +27,8 @@ use thiserror::Error;
 pub const HEADER_SIZE: usize = 48;
 /// Offset of the `pos` field inside the header.
 pub const POS_OFFSET: usize = 24;
+/// Offset of the `chainCrc` field, where Basalt keeps the header's own CRC.
+pub const HEADER_CRC_OFFSET: usize = 36;
 /// Size of one index unit.
 pub const INDEX_UNIT_SIZE: usize = 32;
 /// Magic of the end-of-file blank: `[-1][remaining]`.
@@ -75,6 +77,8 @@ pub enum EntryError {
     BadSize { size: i32, body_len: i32 },
     #[error("body CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     BadCrc { stored: i32, computed: i32 },
+    #[error("header CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    BadHeaderCrc { stored: i32, computed: i32 },
     #[error("no-op entry with a body of {0} bytes")]
     NoopWithBody(i32),
     #[error("entry too large: {size} bytes does not fit a data file of {file_size} bytes")]
@@ -84,7 +88,8 @@ pub enum EntryError {
 }
 
 /// The 48-byte header of an entry. `size == 48 + body_len` always holds for a
-/// decoded header.
+/// decoded header, and so does `chain_crc == header_crc()` unless `chain_crc`
+/// is 0 (a header written without its CRC, as DLedger writes every header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EntryHeader {
     pub magic: i32,
@@ -116,6 +121,34 @@ impl EntryHeader {
             chain_crc: 0,
             body_crc: body_crc(body),
             body_len: body.len() as i32,
+        }
+        .sealed()
+    }
+
+    /// The CRC of the header itself, which Basalt keeps in `chainCrc`
+    /// (DLedger leaves that field 0 and checks no header field): the masked
+    /// CRC32 of the 48 header bytes with `chainCrc` zeroed, never 0, so that 0
+    /// keeps meaning "written without one". Without it a torn header that
+    /// zeroes the term of an entry, or any field the scan's continuity checks
+    /// do not pin down, would pass.
+    pub fn header_crc(&self) -> i32 {
+        let mut bytes = [0u8; HEADER_SIZE];
+        EntryHeader {
+            chain_crc: 0,
+            ..*self
+        }
+        .encode_into(&mut bytes);
+        match basalt_common::crc::masked_crc32(&bytes) {
+            0 => 1,
+            crc => crc as i32,
+        }
+    }
+
+    /// This header with its CRC in `chainCrc`: what the store writes.
+    pub fn sealed(self) -> EntryHeader {
+        EntryHeader {
+            chain_crc: self.header_crc(),
+            ..self
         }
     }
 
@@ -151,7 +184,7 @@ impl EntryHeader {
     }
 
     /// Decodes and checks a header: known magic, `size == 48 + bodyLen`, no body on a
-    /// no-op. The body CRC is checked separately by [`EntryHeader::check_body`].
+    /// no-op, fields in range, and its own CRC when it carries one. The body CRC is checked separately by [`EntryHeader::check_body`].
     pub fn decode(bytes: &[u8]) -> Result<EntryHeader, EntryError> {
         if bytes.len() < HEADER_SIZE {
             return Err(EntryError::Short {
@@ -189,6 +222,15 @@ impl EntryHeader {
         ] {
             if !(0..=max).contains(&value) {
                 return Err(EntryError::OutOfRange { field, value });
+            }
+        }
+        if h.chain_crc != 0 {
+            let computed = h.header_crc();
+            if computed != h.chain_crc {
+                return Err(EntryError::BadHeaderCrc {
+                    stored: h.chain_crc,
+                    computed,
+                });
             }
         }
         Ok(h)
@@ -387,6 +429,25 @@ mod tests {
             EntryHeader::decode(&[0u8; 10]),
             Err(EntryError::Short { .. })
         ));
+    }
+
+    #[test]
+    fn a_header_carries_its_own_crc_and_a_dledger_header_none() {
+        let h = EntryHeader::new(EntryKind::Noop, 4, 1, 480, b"");
+        assert_ne!(h.chain_crc, 0);
+        assert_eq!(h.chain_crc, h.header_crc());
+        // A torn term (the CRC kept) is caught.
+        let mut b = h.encode();
+        b[16..24].copy_from_slice(&0i64.to_be_bytes());
+        assert!(matches!(
+            EntryHeader::decode(&b),
+            Err(EntryError::BadHeaderCrc { .. })
+        ));
+        // DLedger writes 0 there: such a header decodes (the store's header-CRC
+        // rule decides whether it may be without one).
+        let dledger = EntryHeader { chain_crc: 0, ..h };
+        assert_eq!(EntryHeader::decode(&dledger.encode()), Ok(dledger));
+        assert_eq!(dledger.sealed(), h);
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub fn scan_bytes(bytes: &[u8], file_size: i64) -> (i64, u64) {
     }
     let src = Mem(bytes, file_size.max(1));
     let mut n = 0u64;
-    let s = scan(&src, 0, None, -1, |_, _| {
+    let s = scan(&src, i64::MAX, 0, None, -1, |_, _| {
         n += 1;
         true
     });
@@ -231,8 +231,16 @@ impl DataSource for ReadOnlyFiles {
     }
 }
 
+/// Where the checkpoint's header-CRC rule starts (`i64::MAX`: no rule).
+pub(super) fn crc_rule(checkpoint: Option<&LedgerCheckpoint>) -> i64 {
+    checkpoint
+        .and_then(|c| c.header_crc_from)
+        .unwrap_or(i64::MAX)
+}
+
 /// Checks a ledger directory without modifying it: every entry of every data file
-/// (magic, size, position, index continuity, term order, body CRC) and its index
+/// (magic, size, position, index continuity, term order, header and body CRC,
+/// the header-CRC rule) and its index
 /// unit. For the operator tool `basalt store check` ([`check_ledger_dir_on`] on
 /// the real disk).
 pub fn check_ledger_dir(dir: &Path) -> Result<LedgerCheckReport, LedgerStoreError> {
@@ -264,7 +272,8 @@ pub fn check_ledger_dir_on(disk: &Disk, dir: &Path) -> Result<LedgerCheckReport,
     let mut entries = 0u64;
     let mut noops = 0u64;
     let mut bytes = 0u64;
-    let s = scan(&data, start, None, -1, |h, _| {
+    let crc_from = crc_rule(r.checkpoint.as_ref());
+    let s = scan(&data, crc_from, start, None, -1, |h, _| {
         entries += 1;
         bytes += h.size as u64;
         if h.kind() == EntryKind::Noop {

@@ -2,8 +2,9 @@
 //! temporary file, fsync it, rename it over the old one, fsync the directory):
 //!
 //! * `checkpoint` — Java properties text with `endIndex=` (Basalt: an index known
-//!   to be durable with its index unit when the file was written) and
-//!   `committedIndex=`;
+//!   to be durable with its index unit when the file was written),
+//!   `committedIndex=`, and Basalt's `resetIndex=`/`resetPos=` and
+//!   `headerCrcFrom=`;
 //! * `currterm` — `currTerm=`, `voteLeader=` (DLedger's keys) and `leaderId=`.
 
 use std::collections::BTreeMap;
@@ -30,6 +31,11 @@ pub struct LedgerCheckpoint {
     /// that entry is the reset's leftovers, and recovery removes it
     /// (`resetIndex=`, `resetPos=`; Basalt only).
     pub reset: Option<(i64, i64)>,
+    /// The header-CRC rule (`headerCrcFrom=`; Basalt only): every entry at or
+    /// past this position was written with its header CRC, so a header there
+    /// without one is damage. Entries before it (written by DLedger, or by a
+    /// Basalt without header CRCs) are not covered. `None`: no rule.
+    pub header_crc_from: Option<i64>,
 }
 
 /// Parses Java properties text leniently: `key=value` or `key:value` lines, `#`/`!`
@@ -114,6 +120,7 @@ pub fn load_checkpoint(
         end_index: number(&path, &map, "endIndex")?.unwrap_or(-1),
         committed_index: number(&path, &map, "committedIndex")?.unwrap_or(-1),
         reset,
+        header_crc_from: number(&path, &map, "headerCrcFrom")?.filter(|p| *p >= 0),
     }))
 }
 
@@ -128,6 +135,9 @@ pub fn store_checkpoint(
     );
     if let Some((i, p)) = c.reset {
         text.push_str(&format!("resetIndex={i}\nresetPos={p}\n"));
+    }
+    if let Some(p) = c.header_crc_from {
+        text.push_str(&format!("headerCrcFrom={p}\n"));
     }
     replace_file(disk, dir, CHECKPOINT_FILE, text.as_bytes())
 }
@@ -192,6 +202,7 @@ mod tests {
             end_index: 10,
             committed_index: 7,
             reset: None,
+            header_crc_from: None,
         };
         store_checkpoint(REAL, dir.path(), c).unwrap();
         assert_eq!(load_checkpoint(REAL, dir.path()).unwrap(), Some(c));
@@ -202,6 +213,7 @@ mod tests {
             end_index: 11,
             committed_index: 11,
             reset: Some((40, 4096)),
+            header_crc_from: Some(0),
         };
         store_checkpoint(REAL, dir.path(), c2).unwrap();
         assert_eq!(load_checkpoint(REAL, dir.path()).unwrap(), Some(c2));

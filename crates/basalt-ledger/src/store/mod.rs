@@ -141,6 +141,9 @@ pub struct LedgerStore {
     prefault_enabled: bool,
     /// A reset waiting for its sync (see `reset`).
     reset: reset::ResetState,
+    /// The header-CRC rule every checkpoint it writes carries: entries at or
+    /// past this position are written with their header CRC (set at open).
+    header_crc_from: i64,
 }
 
 /// Bytes of recent entries kept in memory for pushes.
@@ -182,9 +185,10 @@ fn read_unit(index: &LedgerSegmentList, i: i64) -> Option<IndexUnit> {
         .and_then(|b| IndexUnit::decode(&b))
 }
 
-/// The first entry header of the data files (after a leading blank, if any).
-fn first_entry(data: &LedgerSegmentList) -> Option<EntryHeader> {
+/// The first entry header of the data files (after a leading blank, if any),
+/// under the header-CRC rule from `crc_from`.
+fn first_entry(data: &LedgerSegmentList, crc_from: i64) -> Option<EntryHeader> {
     let src = ListSource(data);
     let start = data.files().first()?.start();
-    scan(&src, start, None, -1, |_, _| false).first
+    scan(&src, crc_from, start, None, -1, |_, _| false).first
 }

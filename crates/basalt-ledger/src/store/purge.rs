@@ -109,7 +109,7 @@ impl LedgerStore {
         if job.files.is_empty() {
             return Ok(job);
         }
-        let Some(first) = first_entry(&self.data) else {
+        let Some(first) = first_entry(&self.data, self.header_crc_from) else {
             return Ok(job);
         };
         while self.index.files().len() > 1 && self.index.files()[0].end() <= first.index * UNIT {

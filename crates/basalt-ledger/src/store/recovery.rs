@@ -99,11 +99,12 @@ impl LedgerStore {
         let hard_state = meta::load_hard_state(&disk, &opts.dir)?;
         let checkpoint = meta::load_checkpoint(&disk, &opts.dir)?;
         let ck_end = checkpoint.map(|c| c.end_index).unwrap_or(-1);
+        let crc_from = super::checker::crc_rule(checkpoint.as_ref());
         if let Some((reset_index, reset_pos)) = checkpoint.and_then(|c| c.reset) {
-            remove_reset_leftovers(&mut data, &mut index, reset_index, reset_pos)?;
+            remove_reset_leftovers(&mut data, &mut index, reset_index, reset_pos, crc_from)?;
         }
 
-        let outcome = scan_log(&data, &mut index, ck_end, opts.data_file_size)?;
+        let outcome = scan_log(&data, &mut index, ck_end, crc_from, opts.data_file_size)?;
         let bounds = outcome.bounds;
         for stray in data.strays().iter().chain(index.strays()) {
             tracing::warn!(file = %stray.display(), "removing a ledger file found after a gap (an unsynced creation or removal)");
@@ -113,6 +114,7 @@ impl LedgerStore {
         cut_after(&mut data, &mut index, &bounds)?;
         make_durable(&data, &index)?;
         disk.sync_dir(&opts.dir)?;
+        let crc_from = establish_crc_rule(&disk, &opts, checkpoint, bounds.end_pos)?;
 
         let committed_index = checkpoint
             .map(|c| c.committed_index)
@@ -120,6 +122,7 @@ impl LedgerStore {
             .min(bounds.end_index);
         let mut store = LedgerStore::recovered(opts, disk, data, index, bounds);
         store.reset.marker_on_disk = checkpoint.is_some_and(|c| c.reset.is_some());
+        store.header_crc_from = crc_from;
         store.set_committed(committed_index);
         Ok((
             store,
@@ -169,6 +172,7 @@ impl LedgerStore {
             prefaulted_until: b.end_pos,
             prefault_enabled: true,
             reset: Default::default(),
+            header_crc_from: i64::MAX,
         }
     }
 }
@@ -184,9 +188,10 @@ fn remove_reset_leftovers(
     index: &mut LedgerSegmentList,
     reset_index: i64,
     reset_pos: i64,
+    crc_from: i64,
 ) -> Result<(), LedgerStoreError> {
     let begins_new_log =
-        first_entry(data).is_some_and(|h| h.index == reset_index && h.pos == reset_pos);
+        first_entry(data, crc_from).is_some_and(|h| h.index == reset_index && h.pos == reset_pos);
     if begins_new_log || (data.is_empty() && index.is_empty()) {
         return Ok(());
     }
@@ -196,6 +201,42 @@ fn remove_reset_leftovers(
     );
     data.clear()?;
     index.clear()
+}
+
+/// Sets the header-CRC rule before the first append: every entry this store
+/// writes from `end_pos` on carries its header CRC, so the rule starts at the
+/// earlier of the checkpoint's rule and `end_pos`. The checkpoint is replaced
+/// (keeping what it claims) when the rule moves. On a full disk the old file
+/// stands and the open goes on: every later checkpoint carries the rule (it
+/// is true of everything this store writes), but until one lands a torn
+/// header without its CRC past the old rule is not caught. Returns the rule.
+fn establish_crc_rule(
+    disk: &Disk,
+    opts: &StoreOptions,
+    checkpoint: Option<LedgerCheckpoint>,
+    end_pos: i64,
+) -> Result<i64, LedgerStoreError> {
+    let old = checkpoint.and_then(|c| c.header_crc_from);
+    let rule = old.unwrap_or(i64::MAX).min(end_pos);
+    if old != Some(rule) {
+        let c = LedgerCheckpoint {
+            header_crc_from: Some(rule),
+            ..checkpoint.unwrap_or(LedgerCheckpoint {
+                end_index: -1,
+                committed_index: -1,
+                reset: None,
+                header_crc_from: None,
+            })
+        };
+        match meta::store_checkpoint(disk, &opts.dir, c) {
+            Ok(()) => {}
+            Err(e) if e.is_no_space() => {
+                tracing::warn!(dir = %opts.dir.display(), error = %e, "the ledger checkpoint cannot take the header-CRC rule yet (disk full); the next checkpoint carries it");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(rule)
 }
 
 /// Refuses file sizes the layout cannot work with.
@@ -218,11 +259,12 @@ fn scan_log(
     data: &LedgerSegmentList,
     index: &mut LedgerSegmentList,
     ck_end: i64,
+    crc_from: i64,
     data_file_size: i64,
 ) -> Result<ScanOutcome, LedgerStoreError> {
-    match first_entry(data) {
-        None => scan_without_entries(data, ck_end),
-        Some(first) => scan_entries(data, index, first, ck_end, data_file_size),
+    match first_entry(data, crc_from) {
+        None => scan_without_entries(data, ck_end, crc_from),
+        Some(first) => scan_entries(data, index, first, (ck_end, crc_from), data_file_size),
     }
 }
 
@@ -230,10 +272,11 @@ fn scan_log(
 fn scan_without_entries(
     data: &LedgerSegmentList,
     ck_end: i64,
+    crc_from: i64,
 ) -> Result<ScanOutcome, LedgerStoreError> {
     let start = data.files().first().map(|f| f.start()).unwrap_or(0);
     let src = ListSource(data);
-    let s = scan(&src, start, None, -1, |_, _| true);
+    let s = scan(&src, crc_from, start, None, -1, |_, _| true);
     let mut cut = None;
     if let Stop::Damage { pos, reason } = &s.stop {
         if ck_end >= 0 {
@@ -252,12 +295,13 @@ fn scan_without_entries(
 }
 
 /// Scans from [`scan_start`], rewrites the index units that do not match, and
-/// judges where the scan stopped.
+/// judges where the scan stopped. `(ck_end, crc_from)`: the checkpoint's
+/// durable entry and its header-CRC rule.
 fn scan_entries(
     data: &LedgerSegmentList,
     index: &mut LedgerSegmentList,
     first: EntryHeader,
-    ck_end: i64,
+    (ck_end, crc_from): (i64, i64),
     data_file_size: i64,
 ) -> Result<ScanOutcome, LedgerStoreError> {
     let first_start = data.files()[0].start();
@@ -272,7 +316,7 @@ fn scan_entries(
         .filter(|u| u.pos >= start_pos);
     let mut ck_seen = false;
     let mut fixes: Vec<IndexUnit> = Vec::new();
-    let s = scan(&src, start_pos, None, -1, |h, _| {
+    let s = scan(&src, crc_from, start_pos, None, -1, |h, _| {
         let want = IndexUnit::of(h);
         ck_seen |= ck_unit == Some(want);
         if read_unit(index, h.index) != Some(want) {

@@ -127,6 +127,7 @@ impl LedgerStore {
                         end_index: -1,
                         committed_index: -1,
                         reset: Some((next_index, next_pos)),
+                        header_crc_from: Some(self.header_crc_from),
                     }),
                     old,
                     dirs: vec![

@@ -54,10 +54,13 @@ enum Step<'a> {
 }
 
 /// Scans from `pos`. `expected` is the index the first entry must have (if
-/// known) and `prev_term` the term it may not be below. `on_entry` sees each valid
-/// entry with its body and returns whether to go on.
+/// known) and `prev_term` the term it may not be below. Every header at or
+/// past `crc_from` must carry its own CRC (the checkpoint's header-CRC rule;
+/// `i64::MAX` for none). `on_entry` sees each valid entry with its body and
+/// returns whether to go on.
 pub(crate) fn scan(
     src: &dyn DataSource,
+    crc_from: i64,
     mut pos: i64,
     mut expected: Option<i64>,
     mut prev_term: i64,
@@ -66,7 +69,7 @@ pub(crate) fn scan(
     let mut first = None;
     let mut last: Option<EntryHeader> = None;
     loop {
-        let stop = match step(src, pos, first.is_none(), expected, prev_term) {
+        let stop = match step(src, crc_from, pos, first.is_none(), expected, prev_term) {
             Step::Skip(len) => {
                 pos += len;
                 continue;
@@ -102,6 +105,7 @@ pub(crate) fn scan(
 /// bytes before the first entry of a reset log).
 fn step(
     src: &dyn DataSource,
+    crc_from: i64,
     pos: i64,
     before_first: bool,
     expected: Option<i64>,
@@ -144,13 +148,15 @@ fn step(
         }
         return Step::Damage("zero magic and size followed by data".into());
     }
-    entry_at(src, pos, remaining, expected, prev_term)
+    entry_at(src, crc_from, pos, remaining, expected, prev_term)
 }
 
 /// The entry at `pos`, `remaining` bytes before its file ends, checked: header,
-/// position, room in the file, index continuity, term order, body CRC.
+/// position, room in the file, index continuity, term order, header CRC (and
+/// its presence at or past `crc_from`), body CRC.
 fn entry_at(
     src: &dyn DataSource,
+    crc_from: i64,
     pos: i64,
     remaining: i64,
     expected: Option<i64>,
@@ -168,6 +174,12 @@ fn entry_at(
     };
     if h.pos != pos {
         return Step::Damage(format!("entry claims pos {} but sits at {pos}", h.pos));
+    }
+    if h.chain_crc == 0 && pos >= crc_from {
+        return Step::Damage(format!(
+            "index {}: header without its CRC at or past {crc_from}, where every header carries one",
+            h.index
+        ));
     }
     if h.size as i64 + 8 > remaining {
         return Step::Damage(format!("entry of {} bytes runs past the file end", h.size));

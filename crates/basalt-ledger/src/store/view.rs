@@ -9,7 +9,7 @@ use std::path::Path;
 
 use basalt_disk::Disk;
 
-use super::checker::ReadOnlyFiles;
+use super::checker::{ReadOnlyFiles, crc_rule};
 use super::scan::{DataSource, Stop, scan};
 use super::{LedgerStoreError, meta};
 use crate::entry::{EntryHeader, EntryKind, HEADER_SIZE};
@@ -25,6 +25,8 @@ pub struct LedgerFilesView {
     /// `committedIndex` of the checkpoint (-1 without one). The member may
     /// have known a later commit before it stopped.
     checkpoint_committed: i64,
+    /// The checkpoint's header-CRC rule (`i64::MAX`: none).
+    crc_from: i64,
 }
 
 /// One valid entry seen through a [`LedgerFilesView`].
@@ -56,15 +58,16 @@ impl LedgerFilesView {
     pub fn open_on(disk: &Disk, dir: &Path) -> Result<LedgerFilesView, LedgerStoreError> {
         let data = ReadOnlyFiles::load(disk, &dir.join("data"))?;
         let begin_pos = data.first_start().unwrap_or(0);
-        let end_pos = scan(&data, begin_pos, None, -1, |_, _| true).end_pos;
-        let checkpoint_committed = meta::load_checkpoint(disk, dir)?
-            .map(|c| c.committed_index)
-            .unwrap_or(-1);
+        let checkpoint = meta::load_checkpoint(disk, dir)?;
+        let crc_from = crc_rule(checkpoint.as_ref());
+        let end_pos = scan(&data, crc_from, begin_pos, None, -1, |_, _| true).end_pos;
+        let checkpoint_committed = checkpoint.map(|c| c.committed_index).unwrap_or(-1);
         Ok(LedgerFilesView {
             data,
             begin_pos,
             end_pos,
             checkpoint_committed,
+            crc_from,
         })
     }
 
@@ -99,6 +102,12 @@ impl LedgerFilesView {
         if h.pos != pos {
             return Err(format!("the entry header at {pos} says position {}", h.pos));
         }
+        if h.chain_crc == 0 && pos >= self.crc_from {
+            return Err(format!(
+                "the entry header at {pos} has no CRC, under the rule from {}",
+                self.crc_from
+            ));
+        }
         let body = self
             .data
             .bytes(body_pos, h.body_len as usize)
@@ -122,7 +131,7 @@ impl LedgerFilesView {
         from_body_pos: i64,
         mut f: impl FnMut(&ViewedEntry<'_>) -> bool,
     ) -> Option<(i64, String)> {
-        let s = scan(&self.data, self.begin_pos, None, -1, |h, body| {
+        let s = scan(&self.data, self.crc_from, self.begin_pos, None, -1, |h, body| {
             let e = ViewedEntry {
                 index: h.index,
                 term: h.term,

@@ -160,8 +160,10 @@ impl LedgerStore {
         let off = (pos - f.start()) as usize;
         debug_assert!(pos >= self.shared.committed_pos.load(Ordering::Acquire));
         // SAFETY: as above: `pos` is at or past the log end, unpublished.
+        // The header goes out with its own CRC, whoever made it (a DLedger
+        // leader's JSON push carries none): the header-CRC rule holds.
         unsafe {
-            f.write(off, &h.encode());
+            f.write(off, &h.sealed().encode());
             f.write(off + HEADER_SIZE, body);
         }
         self.data_dirty.mark(pos, pos + size);
@@ -197,7 +199,10 @@ impl LedgerStore {
         self.append(&v)?;
         for e in entries {
             self.tail_bytes += e.body.len() + HEADER_SIZE;
-            self.tail.push_back(e.clone());
+            self.tail.push_back(Entry {
+                header: e.header.sealed(),
+                body: e.body.clone(),
+            });
         }
         while self.tail_bytes > TAIL_CACHE_BYTES
             && let Some(e) = self.tail.pop_front()
@@ -385,6 +390,7 @@ impl LedgerStore {
                 end_index: end,
                 committed_index,
                 reset: None,
+                header_crc_from: Some(self.header_crc_from),
             },
         }
     }
