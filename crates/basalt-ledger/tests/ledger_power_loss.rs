@@ -159,7 +159,7 @@ fn a_reset_that_leaves_its_checkpoint_is_caught() {
 /// the suite whatever its seed range becomes.
 #[test]
 fn regression_seeds_of_fixed_bugs() {
-    run_seeds(&[1, 5, 24, 26, 33, 192, 361, 1831]);
+    run_seeds(&[1, 5, 24, 26, 33, 192, 361, 1831, 12080]);
 }
 
 #[test]
