@@ -458,12 +458,16 @@ impl LedgerMode {
         put_result(appended.map(|(_, placement)| placement))
     }
 
-    /// Stops dispatching and the ledger.
-    pub async fn shutdown(&self, store: &MessageStore) {
+    /// Stops dispatching and the ledger. The last dispatch progress is
+    /// recorded on a blocking thread (its fsyncs would stall a runtime worker).
+    pub async fn shutdown(self: &Arc<Self>, store: &Arc<MessageStore>) {
         self.stopped.store(true, Ordering::Release);
         self.set_writable(false);
         let next = self.dispatched_index();
-        self.record_progress(store, next);
+        let (me, st) = (Arc::clone(self), Arc::clone(store));
+        if let Err(e) = tokio::task::spawn_blocking(move || me.record_progress(&st, next)).await {
+            tracing::warn!(member = %self.self_id, error = %e, "recording the dispatch progress at shutdown failed; a restart re-dispatches from the last record");
+        }
         self.handle.shutdown().await;
         // Another process may start this member now.
         self.lock.lock().take();

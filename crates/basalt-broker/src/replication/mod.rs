@@ -253,7 +253,7 @@ impl Replication {
     }
 
     /// Stops replicating (before the store shuts down).
-    pub async fn shutdown(&self, store: &MessageStore) {
+    pub async fn shutdown(&self, store: &Arc<MessageStore>) {
         match self {
             Replication::Standalone => {}
             Replication::HaMaster { ha, .. } => ha.shutdown(),
