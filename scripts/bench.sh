@@ -20,6 +20,8 @@
 # BENCH_CONSUME=0 skips the consume step; BROKER_SET="KEY=VALUE ..." passes
 # broker settings (space-separated) to the single / single-sync setups; CLIENT_BIN runs the
 # bench client from another build (to compare two brokers with one client).
+# The data go to a temp dir under $TMPDIR (default /tmp): point it at the
+# disk to measure (not a tmpfs, unless that is the point).
 # After each step it prints the CPU time the broker process spent per
 # message (utime + stime from /proc/PID/stat); for ledger3 also the sum over
 # the three members ("members CPU").
@@ -42,7 +44,7 @@ client=${CLIENT_BIN:-$bin}
 broker_sets=()
 for kv in ${BROKER_SET:-}; do broker_sets+=(--set "$kv"); done
 
-work=$(mktemp -d /tmp/basalt-bench.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/basalt-bench.XXXXXX")
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
