@@ -3,26 +3,17 @@
 //! the scan's continuity checks look at is intact, and a DLedger log written
 //! without header CRCs still opens.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::FileExt;
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use basalt_ledger::core::LogRead;
 use basalt_ledger::entry::{EntryHeader, EntryKind, HEADER_CRC_OFFSET, HEADER_SIZE, place};
-use basalt_ledger::store::{LedgerStore, LedgerStoreError, StoreOptions, check_ledger_dir};
+use basalt_ledger::store::{LedgerStore, LedgerStoreError, check_ledger_dir};
+use common::{DATA, opts, poke};
 
-const DATA: i64 = 1024;
-const INDEX: i64 = 32 * 8;
 /// Offset of the term inside an entry header.
 const TERM_OFFSET: u64 = 16;
-
-fn opts(dir: &Path) -> StoreOptions {
-    StoreOptions {
-        dir: dir.to_path_buf(),
-        data_file_size: DATA,
-        index_file_size: INDEX,
-    }
-}
 
 /// Appends no-ops `from..to` of term `term` (no body, so no body CRC either:
 /// the header is all there is to check, as in soak seed 12080).
@@ -50,12 +41,6 @@ fn spot(dir: &Path, pos: i64) -> (PathBuf, u64) {
         .join("data")
         .join(format!("{:020}", (pos / DATA) * DATA));
     (file, (pos % DATA) as u64)
-}
-
-fn poke(path: &Path, offset: u64, bytes: &[u8]) {
-    let f = OpenOptions::new().write(true).open(path).unwrap();
-    f.write_all_at(bytes, offset).unwrap();
-    f.sync_all().unwrap();
 }
 
 fn pos_of(s: &LedgerStore, index: i64) -> i64 {

@@ -131,16 +131,23 @@ impl LedgerFilesView {
         from_body_pos: i64,
         mut f: impl FnMut(&ViewedEntry<'_>) -> bool,
     ) -> Option<(i64, String)> {
-        let s = scan(&self.data, self.crc_from, self.begin_pos, None, -1, |h, body| {
-            let e = ViewedEntry {
-                index: h.index,
-                term: h.term,
-                pos: h.pos,
-                kind: h.kind(),
-                body,
-            };
-            e.body_pos() < from_body_pos || f(&e)
-        });
+        let s = scan(
+            &self.data,
+            self.crc_from,
+            self.begin_pos,
+            None,
+            -1,
+            |h, body| {
+                let e = ViewedEntry {
+                    index: h.index,
+                    term: h.term,
+                    pos: h.pos,
+                    kind: h.kind(),
+                    body,
+                };
+                e.body_pos() < from_body_pos || f(&e)
+            },
+        );
         match s.stop {
             Stop::Damage { pos, reason } => Some((pos, reason)),
             Stop::End => None,
