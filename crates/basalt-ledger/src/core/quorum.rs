@@ -6,10 +6,12 @@
 //! durable end (durable ack mode) — but only when that entry is of the leader's
 //! current term (Raft §5.4.2: earlier-term entries commit only underneath one of the
 //! current term; the no-op every leader appends first makes that happen at once).
-//! The committed index also never passes the leader's own durable end, so on every
-//! member the committed prefix is durable locally.
-//! Appends waiting for an index at or below the committed index are answered; those
-//! waiting past `max_wait_ack` are answered `Timeout` (outcome unknown).
+//! Appends waiting for an index at or below that quorum index are answered (a
+//! majority holds them durably, the leader's own sync not necessarily among
+//! them); those waiting past `max_wait_ack` are answered `Timeout` (outcome
+//! unknown). The member's own committed index (what it dispatches, checkpoints
+//! and sends to followers) is the quorum index capped by the leader's durable
+//! end, so on every member the committed prefix is durable locally.
 
 use crate::protocol::{Envelope, NodeId, Rpc};
 
@@ -80,32 +82,57 @@ impl LedgerCore {
         }
         let mut marks = self.all_watermarks();
         marks.sort_unstable_by(|a, b| b.cmp(a));
-        // Never past the leader's own durable end either: on every member the
-        // committed prefix is durable locally (the broker dispatches only that).
-        let quorum_index = marks[marks.len() / 2].min(self.own_watermark());
-        if quorum_index <= self.committed_index {
+        // Raft's commit: the highest index a majority holds durably, the
+        // leader counted by its own durable end.
+        let quorum_index = marks[marks.len() / 2];
+        let waiting = self
+            .leader_state
+            .as_ref()
+            .and_then(|ls| ls.waiters.keys().next().copied());
+        if quorum_index <= self.committed_index && waiting.is_none_or(|w| w > quorum_index) {
             return;
         }
-        // Only an entry of the current term commits by counting.
-        if self.term_of(log, quorum_index) != Some(self.term) {
+        // Only an entry of the current term commits by counting (and the log's
+        // terms never go down, so nothing past it is of an earlier term).
+        if quorum_index < 0 || self.term_of(log, quorum_index) != Some(self.term) {
             return;
         }
-        // Raft's commit rule: a majority (the leader counted by its own
-        // watermark) holds the entry, which is of the leader's own term and
-        // within its durable end (durable ack mode).
         debug_assert!(
             marks.iter().filter(|m| **m >= quorum_index).count() >= self.cfg.quorum,
             "commit of {quorum_index} without a quorum: {marks:?}"
         );
-        debug_assert!(quorum_index <= self.end_index && quorum_index <= self.own_watermark());
-        self.committed_index = quorum_index;
+        debug_assert!(quorum_index <= self.end_index);
+        self.advance_local_commit(log, quorum_index);
+        self.answer_waiters_up_to(quorum_index);
+    }
+
+    /// The member's own committed index (what it dispatches, checkpoints and
+    /// sends): the quorum's, but never past its own durable end, so on every
+    /// member the committed prefix is durable locally.
+    fn advance_local_commit(&mut self, log: &dyn LogRead, quorum_index: i64) {
+        let local = quorum_index.min(self.own_watermark());
+        if local <= self.committed_index || self.term_of(log, local) != Some(self.term) {
+            return;
+        }
+        debug_assert!(local <= self.own_watermark());
+        self.committed_index = local;
         self.out.push(LedgerCommand::CommitAdvanced {
-            committed_index: quorum_index,
+            committed_index: local,
         });
+    }
+
+    /// Answers the appends waiting for an index up to `quorum_index`: a
+    /// majority holds them durably, which is all an acknowledgement promises
+    /// (Raft). The leader's own sync need not be among them: two followers'
+    /// syncs commit an entry the leader's slower sync has not reached yet.
+    fn answer_waiters_up_to(&mut self, quorum_index: i64) {
         let term = self.term;
         let Some(ls) = &mut self.leader_state else {
             return;
         };
+        if ls.waiters.is_empty() {
+            return;
+        }
         let rest = ls.waiters.split_off(&(quorum_index + 1));
         let done = std::mem::replace(&mut ls.waiters, rest);
         for (last_index, w) in done {

@@ -75,6 +75,10 @@ impl Sim {
         match result {
             Ok(r) => {
                 self.report.acked_appends += 1;
+                let leader_commit = self.nodes[i].core.as_ref().map(|c| c.committed_index());
+                if leader_commit.is_some_and(|c| c < r.last_index) {
+                    self.report.acked_before_leader_commit += 1;
+                }
                 if r.last_index - r.first_index + 1 != bodies.len() as i64 {
                     return Err(format!("receipt {r:?} for {} bodies", bodies.len()));
                 }
@@ -90,7 +94,12 @@ impl Sim {
                     {
                         return Err(format!("acked index {idx} holds another entry"));
                     }
-                    if (idx as usize) >= self.committed.len() || self.committed[idx as usize] != e {
+                    // Acknowledged: committed, or (before any member's own
+                    // commit reaches it) durable on a majority.
+                    let committed = self.committed.get(idx as usize);
+                    if committed.is_some_and(|c| *c != e)
+                        || (committed.is_none() && !self.durable_on_majority(idx, &e))
+                    {
                         return Err(format!("acked index {idx} is not committed"));
                     }
                     self.acked.insert(idx, e);

@@ -60,6 +60,13 @@ impl Sim {
                     ));
                 }
             } else {
+                if self.acked.get(&(idx as i64)).is_some_and(|a| *a != e) {
+                    return Err(format!(
+                        "{} committed index {idx} with term {} over an acknowledged entry",
+                        self.nodes[i].id,
+                        e.term()
+                    ));
+                }
                 self.committed.push(e);
             }
         }
@@ -74,21 +81,16 @@ impl Sim {
         if self.opts.ack_mode != AckMode::Durable {
             return Ok(());
         }
-        let quorum = self.nodes.len() / 2 + 1;
         let from = from.max(0) as usize;
-        for idx in from..self.committed.len() {
-            let e = &self.committed[idx];
-            let holders = self
-                .nodes
-                .iter()
-                .filter(|n| {
-                    let d = n.log.durable_entries();
-                    let first = n.log.first_index();
-                    (idx as i64) < n.purged_below
-                        || idx as i64 >= first && d.get(idx - first as usize) == Some(e)
-                })
-                .count();
-            if holders < quorum {
+        let acked_past_commit = self.acked.range(self.committed.len() as i64..);
+        let entries = self.committed[from.min(self.committed.len())..]
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (from + k, e))
+            .chain(acked_past_commit.map(|(i, e)| (*i as usize, e)));
+        for (idx, e) in entries {
+            let holders = self.durable_holders(idx as i64, e);
+            if holders < self.nodes.len() / 2 + 1 {
                 let what = if self.acked.contains_key(&(idx as i64)) {
                     "acknowledged"
                 } else {
@@ -100,6 +102,23 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// How many members hold `e` at `idx` durably (or purged it, having held it).
+    fn durable_holders(&self, idx: i64, e: &Entry) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| {
+                let d = n.log.durable_entries();
+                let first = n.log.first_index();
+                idx < n.purged_below || idx >= first && d.get((idx - first) as usize) == Some(e)
+            })
+            .count()
+    }
+
+    /// Whether a majority holds `e` at `idx` durably.
+    pub(super) fn durable_on_majority(&self, idx: i64, e: &Entry) -> bool {
+        self.durable_holders(idx, e) > self.nodes.len() / 2
     }
 
     pub(super) fn check_node(&mut self, i: usize) -> Result<(), String> {

@@ -182,6 +182,9 @@ pub struct SimReport {
     pub steps: u64,
     pub committed: i64,
     pub acked_appends: u64,
+    /// Appends answered before the leader's own committed index reached them
+    /// (two followers' syncs ahead of the leader's).
+    pub acked_before_leader_commit: u64,
     pub failed_appends: u64,
     pub crashes: u64,
     /// Retention purges that deleted files, and those a power loss cut short.

@@ -393,3 +393,87 @@ fn oversized_appends_are_refused_before_anything_is_written() {
     );
     assert_eq!(c.end_index(), end);
 }
+
+/// Two followers' durable acknowledgements answer an append before the
+/// leader's own sync reaches it (a majority holds it durably: Raft's commit);
+/// the leader's own committed index, which it dispatches and sends, waits
+/// for its sync, so on every member the committed prefix is durable locally.
+#[test]
+fn two_followers_acknowledge_an_append_before_the_leaders_own_sync() {
+    let mut log = MemLog::new(FILE);
+    fill(&mut log, &[1]);
+    let (mut c, cmds) = leader(2, &mut log);
+    let compare_to = |to| {
+        push_requests(&cmds)
+            .into_iter()
+            .find(|(t, _, _)| *t == id(to))
+            .map(|(_, rid, _)| rid)
+            .expect("a COMPARE")
+    };
+    let (r1, r2) = (compare_to(1), compare_to(2));
+    log.synced(1);
+    let _ = step(&mut c, &mut log, 402, Event::Synced { through: 1 });
+    // The no-op (1) commits on n1's confirmation.
+    let cmds1 = step(&mut c, &mut log, 403, push_resp(1, 0, r1, ok(1, 1, 2, 1)));
+    assert_eq!(c.committed_index(), 1);
+    let cmds2 = step(&mut c, &mut log, 403, push_resp(2, 0, r2, ok(1, 1, 2, 1)));
+    // A client append at 2, written but not synced on the leader.
+    let mut bodies = BTreeMap::from([(7, vec![Bytes::from_static(b"abc")])]);
+    let cmds = c.step(
+        404,
+        Event::ClientAppend {
+            client: 7,
+            body_lens: vec![3],
+        },
+        &log,
+    );
+    apply(&mut log, &cmds, &mut bodies);
+    let mut pushes = c.step(404, Event::Written, &log);
+    pushes.extend(cmds1);
+    pushes.extend(cmds2);
+    let append_to = |to| {
+        push_requests(&pushes)
+            .into_iter()
+            .find(|(t, _, r)| *t == id(to) && r.first_index() == 2)
+            .map(|(_, rid, _)| rid)
+            .expect("an APPEND of 2")
+    };
+    let (a1, a2) = (append_to(1), append_to(2));
+    let cmds = step(&mut c, &mut log, 405, push_resp(1, 0, a1, ok(2, 1, 2, 2)));
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, LedgerCommand::AppendResult { .. })),
+        "one follower and no leader sync are not a majority"
+    );
+    let cmds = step(&mut c, &mut log, 406, push_resp(2, 0, a2, ok(2, 1, 2, 2)));
+    assert!(cmds.iter().any(|c| matches!(
+        c,
+        LedgerCommand::AppendResult {
+            client: 7,
+            result: Ok(AppendReceipt {
+                first_index: 2,
+                last_index: 2,
+                term: 2
+            })
+        }
+    )));
+    assert_eq!(c.committed_index(), 1, "not past the leader's durable end");
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, LedgerCommand::CommitAdvanced { .. }))
+    );
+    log.synced(2);
+    let cmds = step(&mut c, &mut log, 407, Event::Synced { through: 2 });
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::CommitAdvanced { committed_index: 2 }))
+    );
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, LedgerCommand::AppendResult { .. })),
+        "answered once"
+    );
+}
