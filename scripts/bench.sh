@@ -22,6 +22,9 @@
 # bench client from another build (to compare two brokers with one client).
 # The data go to a temp dir under $TMPDIR (default /tmp): point it at the
 # disk to measure (not a tmpfs, unless that is the point).
+# LEDGER_SHM_FOLLOWERS=1 (ledger3): n0 is the preferred leader and keeps its
+# data on that disk, the followers n1 and n2 keep theirs in /dev/shm (as if
+# each had a device of its own, infinitely fast); the run starts once n0 leads.
 # After each step it prints the CPU time the broker process spent per
 # message (utime + stime from /proc/PID/stat); for ledger3 also the sum over
 # the three members ("members CPU").
@@ -49,7 +52,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+  rm -rf "$work" ${shm:+"$shm"}
 }
 trap cleanup EXIT
 
@@ -163,9 +166,18 @@ case $setup in
       lports[$i]=$(free_port)
       peers="${peers:+$peers;}n$i-127.0.0.1:${lports[$i]}"
     done
+    extra=()
+    shm=""
+    if [ "${LEDGER_SHM_FOLLOWERS:-0}" = 1 ]; then
+      shm=$(mktemp -d /dev/shm/basalt-bench.XXXXXX)
+      extra=(preferredLeaderId=n0)
+    fi
     for i in $(seq 0 $((n - 1))); do
       broker_conf "b$i" "$(free_port)" ASYNC_MASTER 0 enableDLegerCommitLog=true \
-        dLegerGroup=bench "dLegerPeers=$peers" "dLegerSelfId=n$i"
+        dLegerGroup=bench "dLegerPeers=$peers" "dLegerSelfId=n$i" "${extra[@]}"
+      if [ -n "$shm" ] && [ "$i" != 0 ]; then
+        sed -i "s|^storePathRootDir=.*|storePathRootDir=$shm/b$i|" "$work/b$i.conf"
+      fi
     done
     for i in $(seq 0 $((n - 1))); do
       start "b$i" "basalt broker" broker -c "$work/b$i.conf"
@@ -175,6 +187,7 @@ case $setup in
     main=""
     for _ in $(seq 1 500); do
       for i in $(seq 0 $((n - 1))); do
+        [ -n "$shm" ] && [ "$i" != 0 ] && continue
         if grep -q "ledger leader takes sends" "$work/b$i.log"; then main=b$i; fi
       done
       [ -n "$main" ] && break
