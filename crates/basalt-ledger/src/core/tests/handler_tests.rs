@@ -463,3 +463,173 @@ fn a_truncate_at_the_leaders_first_kept_entry_drops_an_unverified_prefix() {
     ));
     assert_eq!(log.entry(2).unwrap(), None);
 }
+
+/// The entries of the push responses of `cmds`, as (request id, code, index).
+fn answers(cmds: &[LedgerCommand]) -> Vec<(u64, ResponseCode, i64)> {
+    push_responses(cmds)
+        .into_iter()
+        .map(|(i, r)| (i, r.code, r.index))
+        .collect()
+}
+
+/// Regression (issue 12; ledger power-loss soak, seed 1567 at an
+/// intermediate state): a follower reset past a purge keeps its committed
+/// index, which then lies below its new first entry. A later leader that
+/// still holds the purged entries finds no match (the follower's entries
+/// differ from its own, and it holds nothing before them) and TRUNCATEs at
+/// its own first entry, below that committed index: the follower's core
+/// asserted (`rewrite from 0 below the committed index 9`). It now starts
+/// over there, its committed index going back to its (empty) log end, and
+/// takes the committed entries again: they are identical on every member
+/// that holds them, and what it dispatched is the broker's own index.
+#[test]
+fn a_follower_reset_past_a_purge_takes_a_truncate_below_its_committed_index() {
+    // The cluster's history: 0..=9 of term 1, committed.
+    let mut hist = MemLog::new(FILE);
+    fill(&mut hist, &[1; 10]);
+    let h = |i| hist.entry(i).unwrap().unwrap();
+    // n1 holds 0..=5, n0 leads term 2 and has committed 9.
+    let mut log = MemLog::new(FILE);
+    log.append(&(0..=5).map(h).collect::<Vec<_>>()).unwrap();
+    log.synced(5);
+    let mut f = follower(1, 2, &mut log);
+    let _ = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 50, 2, PushType::Compare, 9, vec![h(5)]),
+    );
+    assert_eq!(f.committed_index(), 5);
+    // n0 wrote 10 and 11 in term 2 (never committed), then purged before 10:
+    // n1 fell behind its first kept entry and is reset to it.
+    let mut n0 = hist.clone();
+    fill(&mut n0, &[2, 2]);
+    n0.purge_before(10);
+    let e = |i| n0.entry(i).unwrap().unwrap();
+    let cmds = step(
+        &mut f,
+        &mut log,
+        30,
+        push(0, 1, 51, 2, PushType::Truncate, 9, vec![e(10), e(11)]),
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::Reset { next_index: 10, .. })),
+        "{cmds:?}"
+    );
+    let cmds = synced(&mut f, &mut log, 31, &cmds);
+    let cmds = synced(&mut f, &mut log, 32, &cmds);
+    assert_eq!(answers(&cmds), vec![(51, ResponseCode::Success, 10)]);
+    let cmds = step(
+        &mut f,
+        &mut log,
+        33,
+        push(0, 1, 52, 2, PushType::Append, 9, vec![e(11)]),
+    );
+    let _ = synced(&mut f, &mut log, 34, &cmds);
+    assert_eq!((log.first_index(), log.end_index()), (10, 11));
+    assert_eq!(
+        f.committed_index(),
+        9,
+        "the committed index lies below the first entry"
+    );
+
+    // n2 leads term 3: it never purged, and its entry 10 is its own no-op.
+    // Its COMPAREs at 10 and 9 fail (n1's 10 differs, n1 has no 9), so it
+    // TRUNCATEs at its first entry.
+    let mut n2 = hist.clone();
+    fill(&mut n2, &[3]);
+    let l = |i| n2.entry(i).unwrap().unwrap();
+    let cmds = step(
+        &mut f,
+        &mut log,
+        40,
+        push(2, 1, 60, 3, PushType::Truncate, 9, vec![l(0), l(1)]),
+    );
+    assert!(
+        cmds.iter().any(|c| matches!(
+            c,
+            LedgerCommand::Reset {
+                next_index: 0,
+                next_pos: 0
+            }
+        )),
+        "{cmds:?}"
+    );
+    assert_eq!(
+        f.committed_index(),
+        -1,
+        "the committed index follows the log it gave up"
+    );
+    assert_eq!(log.end_index(), -1);
+    let cmds = synced(&mut f, &mut log, 41, &cmds);
+    assert_eq!(answers(&cmds), vec![(60, ResponseCode::Success, 0)]);
+    let cmds = synced(&mut f, &mut log, 42, &cmds);
+    assert!(answers(&cmds).is_empty());
+    // The leader's APPENDs bring back the committed entries and its own.
+    let mut commits = Vec::new();
+    for i in 1..=10 {
+        let cmds = step(
+            &mut f,
+            &mut log,
+            50 + i as u64,
+            push(2, 1, 60 + i as u64, 3, PushType::Append, 9, vec![l(i)]),
+        );
+        let cmds = [cmds.clone(), synced(&mut f, &mut log, 50, &cmds)].concat();
+        assert_eq!(
+            answers(&cmds),
+            vec![(60 + i as u64, ResponseCode::Success, i)]
+        );
+        commits.extend(cmds.iter().filter_map(|c| match c {
+            LedgerCommand::CommitAdvanced { committed_index } => Some(*committed_index),
+            _ => None,
+        }));
+    }
+    assert_eq!((log.first_index(), log.end_index()), (0, 10));
+    for i in 0..=10 {
+        assert_eq!(log.entry(i).unwrap(), Some(l(i)), "entry {i}");
+    }
+    assert_eq!(f.committed_index(), 9);
+    assert_eq!(commits.last(), Some(&9), "{commits:?}");
+}
+
+/// A TRUNCATE below committed entries the follower still holds (a
+/// duplicate, late or stale push: a leader comparing from its end finds
+/// the committed ones, which every member holds identically) cuts nothing:
+/// the follower answers INCONSISTENT_STATE and the leader compares again.
+#[test]
+fn a_truncate_below_committed_entries_the_follower_holds_cuts_nothing() {
+    let mut hist = MemLog::new(FILE);
+    fill(&mut hist, &[1; 10]);
+    let h = |i| hist.entry(i).unwrap().unwrap();
+    let mut log = hist.clone();
+    log.synced(9);
+    log.purge_before(5);
+    let mut f = follower(1, 2, &mut log);
+    let _ = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 50, 2, PushType::Compare, 9, vec![h(9)]),
+    );
+    assert_eq!(f.committed_index(), 9);
+    let cmds = step(
+        &mut f,
+        &mut log,
+        21,
+        push(0, 1, 51, 2, PushType::Truncate, 9, vec![h(0), h(1)]),
+    );
+    assert_eq!(
+        answers(&cmds),
+        vec![(51, ResponseCode::InconsistentState, 0)]
+    );
+    assert!(
+        !cmds.iter().any(|c| matches!(
+            c,
+            LedgerCommand::Reset { .. } | LedgerCommand::Truncate { .. }
+        )),
+        "{cmds:?}"
+    );
+    assert_eq!((log.first_index(), log.end_index()), (5, 9));
+    assert_eq!(f.committed_index(), 9);
+}
