@@ -47,6 +47,8 @@ mod memlog;
 mod network;
 mod node_driver;
 mod purges;
+#[cfg(test)]
+mod scripted;
 
 pub use disk_member::DiskOptions;
 pub use memlog::MemLog;
