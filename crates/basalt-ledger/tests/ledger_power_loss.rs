@@ -75,10 +75,11 @@ fn run_seeds(seeds: &[u64]) {
             let resets: u64 = reports.iter().map(|r| r.resets).sum();
             let behind: u64 = reports.iter().map(|r| r.resets_past_purge).sum();
             let reset_cut: u64 = reports.iter().map(|r| r.resets_cut_short).sum();
+            let below: u64 = reports.iter().map(|r| r.resets_below_commit).sum();
             eprintln!(
                 "{} seeds: {acked} acked appends, {crashes} crashes, {purges} purges \
                  ({cut_short} cut short by a power loss), {resets} resets ({behind} past a purge, \
-                 {reset_cut} cut short by a power loss)",
+                 {below} below the committed index, {reset_cut} cut short by a power loss)",
                 reports.len()
             );
         }

@@ -27,7 +27,10 @@
 //! * A TRUNCATE is executed only when no sync is outstanding, is followed at once
 //!   by a sync, and nothing is written before that sync completes (the barrier).
 //! * The committed index is at most `min(leader's committed index, matched,
-//!   durable end)` and never decreases.
+//!   durable end)` and never decreases, except when a follower that holds no
+//!   committed entry (reset past a purge) is TRUNCATEd below it: it starts over
+//!   there and its committed index goes back to its empty log's end (see
+//!   `rewind_below_commit`). A committed entry the follower holds is never cut.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -433,6 +436,9 @@ impl LedgerCore {
     /// index.
     fn truncate_and_rewrite(&mut self, w: WaitingPush, e: Entry, log: &dyn LogRead) {
         let i = e.index();
+        if i <= self.committed_index && !self.rewind_below_commit(&w, i, log) {
+            return;
+        }
         // Rewrite from `i`: keep the prefix if it ends where the leader's entry
         // starts, otherwise drop the whole log and restart at the leader's position.
         let prev = i - 1;
@@ -456,12 +462,7 @@ impl LedgerCore {
             }
             _ => (e.pos(), -1, false),
         };
-        assert!(
-            prev >= self.committed_index,
-            "member {}: rewrite from {i} below the committed index {}",
-            self.self_id,
-            self.committed_index
-        );
+        debug_assert!(prev >= self.committed_index);
         self.wrote_this_step = true;
         self.out.push(if keep {
             LedgerCommand::Truncate {
@@ -480,6 +481,60 @@ impl LedgerCore {
         self.durable_index = self.durable_index.min(prev);
         self.handler.matched = prev;
         self.start_barrier(Some((e, w.from, w.id, w.req.commit_index)));
+    }
+
+    /// A TRUNCATE at `i`, at or below the committed index, of an entry this
+    /// follower does not hold identically. Committed entries are identical on
+    /// every member that holds them, so:
+    /// * the follower holds a different entry at `i`: the cluster broke its
+    ///   one rule (a committed entry is never overwritten), and it stops;
+    /// * it still holds committed entries (after `i`: it purged `i`): a leader
+    ///   comparing from its end would have found them, so the push is stale or
+    ///   duplicated; nothing is cut, and INCONSISTENT_STATE sends the leader
+    ///   back to COMPARE (returns false);
+    /// * it holds no committed entry (it was reset past a purge: its log starts
+    ///   after its committed index, and a leader that kept the purged entries
+    ///   found no match): it starts over at `i` and takes the committed
+    ///   entries again. Its committed index goes back to `i - 1`, so it never
+    ///   passes the log end; what was already dispatched the broker tracks by
+    ///   its own index, so nothing is dispatched twice (returns true).
+    fn rewind_below_commit(&mut self, w: &WaitingPush, i: i64, log: &dyn LogRead) -> bool {
+        let begin = log.begin_index();
+        let end = log.end_index();
+        if end >= 0 && begin <= i && i <= end {
+            match log.entry(i) {
+                Ok(Some(local)) => panic!(
+                    "member {}: TRUNCATE at {i} would overwrite committed entry {i} \
+                     (term {}, the leader's has term {}; committed index {})",
+                    self.self_id,
+                    local.term(),
+                    w.req.entries[0].term(),
+                    self.committed_index
+                ),
+                Ok(None) => {}
+                Err(reason) => {
+                    let resp = self.push_response(&w.req, ResponseCode::DiskError, log);
+                    self.answer(w.from.clone(), w.id, resp);
+                    self.on_read_failure(&reason);
+                    return false;
+                }
+            }
+        }
+        if end >= 0 && begin <= self.committed_index {
+            let resp = self.push_response(&w.req, ResponseCode::InconsistentState, log);
+            self.answer(w.from.clone(), w.id, resp);
+            return false;
+        }
+        tracing::warn!(
+            member = %self.self_id,
+            committed = self.committed_index,
+            begin,
+            truncate_at = i,
+            "log starts after the committed index (reset past a purge); \
+             starting over at the leader's entry and taking committed entries again"
+        );
+        self.committed_index = i - 1;
+        true
     }
 
     fn note_leader_commit_hint(&mut self, req: &PushRequest) {

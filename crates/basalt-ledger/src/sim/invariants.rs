@@ -31,6 +31,11 @@ impl Sim {
         Ok(())
     }
 
+    /// A member's committed index never goes back between two commits: the
+    /// one way back is a reset of a member that holds no committed entry
+    /// below its committed index (`truncate_log` then lowers
+    /// `checked_committed` to the reset's empty log), and every entry it
+    /// then commits again is checked here like a new one.
     pub(super) fn on_commit(&mut self, i: usize, c: i64) -> Result<(), String> {
         let prev = self.nodes[i].checked_committed;
         if c < prev {
@@ -41,14 +46,14 @@ impl Sim {
         }
         let start = ((prev + 1) as usize).min(self.committed.len());
         for idx in start..=(c as usize) {
-            if self.purged_at(i, idx as i64) && idx < self.committed.len() {
+            let held = self.nodes[i].log.entry(idx as i64).ok().flatten();
+            // A purged entry need not be held; one that is (a committed entry
+            // taken again after a reset below the commit) must be the
+            // cluster's.
+            if held.is_none() && self.purged_at(i, idx as i64) && idx < self.committed.len() {
                 continue;
             }
-            let e = self.nodes[i]
-                .log
-                .entry(idx as i64)
-                .ok()
-                .flatten()
+            let e = held
                 .ok_or_else(|| format!("{} committed {idx} it does not hold", self.nodes[i].id))?;
             if idx < self.committed.len() {
                 if self.committed[idx] != e {

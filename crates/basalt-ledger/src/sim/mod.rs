@@ -47,6 +47,8 @@ mod memlog;
 mod network;
 mod node_driver;
 mod purges;
+#[cfg(test)]
+mod scripted;
 
 pub use disk_member::DiskOptions;
 pub use memlog::MemLog;
@@ -196,6 +198,10 @@ pub struct SimReport {
     /// Resets of a follower that fell behind a purge, to the leader's first
     /// kept entry.
     pub resets_past_purge: u64,
+    /// Resets of a follower holding no committed entry (reset past a purge
+    /// earlier) below its committed index, by a leader that kept the purged
+    /// entries: the follower takes the committed entries again.
+    pub resets_below_commit: u64,
     /// Resets whose sync a power loss cut short.
     pub resets_cut_short: u64,
     pub terms: i64,

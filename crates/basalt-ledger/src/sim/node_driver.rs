@@ -188,11 +188,24 @@ impl Sim {
             return Err(format!("{}: truncate while a sync is outstanding", n.id));
         }
         let committed = n.committed_before_step;
+        // The one exception: a reset of a member whose log holds no committed
+        // entry (it was reset past a purge, so its log starts after its
+        // committed index) may start over below that index. It removes nothing
+        // committed, and its commit goes back to the reset's empty log: the
+        // entries up to the old one come again, and `on_commit` checks each
+        // against what the cluster committed when it commits them again.
+        let holds_committed = n.log.end_index() >= 0 && n.log.first_index() <= committed;
         if next_index <= committed {
-            return Err(format!(
-                "{}: truncates from {next_index} but has committed {committed}",
-                n.id
-            ));
+            if !reset || holds_committed {
+                return Err(format!(
+                    "{}: truncates from {next_index} but has committed {committed} (log {}..={})",
+                    n.id,
+                    n.log.first_index(),
+                    n.log.end_index()
+                ));
+            }
+            self.nodes[i].checked_committed = next_index - 1;
+            self.report.resets_below_commit += 1;
         }
         if reset {
             self.nodes[i].log.reset(next_index, next_pos);

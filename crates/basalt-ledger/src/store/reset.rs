@@ -149,6 +149,12 @@ impl LedgerStore {
         self.end_pos = next_pos;
         self.shared.begin_index.store(-1, Ordering::Release);
         self.shared.begin_pos.store(next_pos, Ordering::Release);
+        // A start over below the committed index (the log held no committed
+        // entry, see `truncate_as`): the committed index follows the empty
+        // log; the entries up to it come again, identical, from the leader.
+        self.shared
+            .committed_index
+            .fetch_min(next_index - 1, Ordering::AcqRel);
         self.shared.committed_pos.store(next_pos, Ordering::Release);
         Ok(())
     }
@@ -193,5 +199,82 @@ impl LedgerStore {
     #[doc(hidden)]
     pub fn skip_reset_checkpoint(&mut self) {
         self.reset.skip_checkpoint = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{LedgerStore, StoreOptions};
+    use crate::core::LogRead;
+    use crate::entry::{EntryHeader, EntryKind, HEADER_SIZE, place};
+
+    const DATA: i64 = 1024;
+
+    fn body(i: i64) -> Vec<u8> {
+        (0..10 + (i * 37 % 150) as usize)
+            .map(|k| (i as usize * 7 + k) as u8)
+            .collect()
+    }
+
+    fn append(store: &mut LedgerStore, from: i64, to: i64, term: i64) {
+        for i in from..to {
+            let b = body(i);
+            let pos = place(store.end_pos(), (HEADER_SIZE + b.len()) as i64, DATA).unwrap();
+            let h = EntryHeader::new(EntryKind::Normal, i, term, pos, &b);
+            store.append(&[(h, &b)]).unwrap();
+        }
+    }
+
+    fn sync(store: &mut LedgerStore) {
+        store.prepare_sync().run().unwrap();
+    }
+
+    /// Regression (issue 12): a follower reset past a purge holds no
+    /// committed entry (its log starts after its committed index); a later
+    /// leader that kept the purged entries resets it again below that
+    /// committed index. The store refused (`truncating committed entry`); it
+    /// now starts over there, its committed index going back to the new
+    /// log's end, and takes the same entries again. A reset below committed
+    /// entries the log still holds is still refused.
+    #[test]
+    fn a_reset_below_the_committed_index_of_a_log_holding_no_committed_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions {
+            dir: dir.path().to_path_buf(),
+            data_file_size: DATA,
+            index_file_size: 32 * 8,
+        };
+        let (mut s, _) = LedgerStore::open(opts.clone()).unwrap();
+        append(&mut s, 0, 40, 1);
+        sync(&mut s);
+        let pos10 = s.entry(10).unwrap().unwrap().header.pos;
+        s.set_committed(20);
+        // Reset past a purge: the log starts at 100, after the committed index.
+        s.reset(100, 30 * DATA + 100).unwrap();
+        sync(&mut s);
+        append(&mut s, 100, 103, 2);
+        sync(&mut s);
+        assert_eq!(s.reader().committed_index(), 20);
+        // A leader holding 10.. resets it there, below the committed index.
+        s.reset(10, pos10).unwrap();
+        assert_eq!(s.reader().committed_index(), 9);
+        assert_eq!((s.begin_index(), s.end_index()), (-1, -1));
+        sync(&mut s);
+        append(&mut s, 10, 40, 1);
+        sync(&mut s);
+        s.set_committed(25);
+        assert_eq!(s.reader().committed_index(), 25);
+        assert_eq!(&s.entry(20).unwrap().unwrap().body[..], &body(20)[..]);
+        s.prepare_checkpoint(39, 25).run().unwrap();
+        drop(s);
+        let (mut s, rec) = LedgerStore::open(opts).unwrap();
+        assert_eq!(rec.cut, None);
+        assert_eq!((s.begin_index(), s.end_index()), (10, 39));
+        assert_eq!(rec.committed_index, 25);
+        // The log holds committed entries 10..=25: a reset below them is refused.
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.reset(5, 0)));
+        let msg = refused.expect_err("a reset below held committed entries was taken");
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("truncating committed entry 5"), "{msg}");
     }
 }

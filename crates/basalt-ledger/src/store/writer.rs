@@ -239,7 +239,9 @@ impl LedgerStore {
     }
 
     /// Removes every entry, whatever the log holds; the next entry is
-    /// `next_index` at `next_pos` (see `LedgerCommand::Reset`).
+    /// `next_index` at `next_pos` (see `LedgerCommand::Reset`). At or below
+    /// the committed index only when the log holds no committed entry; the
+    /// committed index readers see then goes back to `next_index - 1`.
     pub fn reset(&mut self, next_index: i64, next_pos: i64) -> Result<(), LedgerStoreError> {
         self.truncate_as(next_index, next_pos, false)
     }
@@ -252,9 +254,15 @@ impl LedgerStore {
     ) -> Result<(), LedgerStoreError> {
         self.check_writable()?;
         let committed = self.shared.committed_index.load(Ordering::Acquire);
+        // A reset may start over at or below the committed index when the log
+        // holds no committed entry (a follower reset past a purge, whose log
+        // starts after its committed index): it removes nothing committed.
+        let holds_committed = self.end_index >= 0 && self.begin_index <= committed;
         assert!(
-            next_index > committed,
-            "truncating committed entry {next_index} (committed {committed})"
+            next_index > committed || (!may_keep && !holds_committed),
+            "truncating committed entry {next_index} (committed {committed}, log {}..={})",
+            self.begin_index,
+            self.end_index
         );
         self.drop_tail_from(next_index);
         // Cut pages are gone: fault them in again from the new end.

@@ -463,3 +463,184 @@ fn a_truncate_at_the_leaders_first_kept_entry_drops_an_unverified_prefix() {
     ));
     assert_eq!(log.entry(2).unwrap(), None);
 }
+
+/// The entries of the push responses of `cmds`, as (request id, code, index).
+fn answers(cmds: &[LedgerCommand]) -> Vec<(u64, ResponseCode, i64)> {
+    push_responses(cmds)
+        .into_iter()
+        .map(|(i, r)| (i, r.code, r.index))
+        .collect()
+}
+
+/// n1 after a reset past a purge, over the cluster's history `hist` (0..=9
+/// of term 1, committed): it held 0..=5 and had committed 5; n0, leading
+/// term 2, wrote 10 and 11 (never committed) and purged before 10, so n1
+/// fell behind its first kept entry and was reset to it. Its log is
+/// 10..=11 of term 2, its committed index 9, below its first entry.
+fn reset_past_a_purge(hist: &MemLog) -> (LedgerCore, MemLog) {
+    let h = |i| hist.entry(i).unwrap().unwrap();
+    let mut log = MemLog::new(FILE);
+    log.append(&(0..=5).map(h).collect::<Vec<_>>()).unwrap();
+    log.synced(5);
+    let mut f = follower(1, 2, &mut log);
+    let compare = push(0, 1, 50, 2, PushType::Compare, 5, vec![h(5)]);
+    let _ = step(&mut f, &mut log, 20, compare);
+    assert_eq!(f.committed_index(), 5);
+    let mut n0 = hist.clone();
+    fill(&mut n0, &[2, 2]);
+    n0.purge_before(10);
+    let e = |i| n0.entry(i).unwrap().unwrap();
+    let truncate = push(0, 1, 51, 2, PushType::Truncate, 9, vec![e(10), e(11)]);
+    let cmds = step(&mut f, &mut log, 30, truncate);
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, LedgerCommand::Reset { next_index: 10, .. })),
+        "{cmds:?}"
+    );
+    // The barrier's sync, then the sync of entry 10: only then the answer.
+    let cmds = synced(&mut f, &mut log, 31, &cmds);
+    let cmds = synced(&mut f, &mut log, 32, &cmds);
+    assert_eq!(answers(&cmds), vec![(51, ResponseCode::Success, 10)]);
+    let cmds = step(
+        &mut f,
+        &mut log,
+        33,
+        push(0, 1, 52, 2, PushType::Append, 9, vec![e(11)]),
+    );
+    let _ = synced(&mut f, &mut log, 34, &cmds);
+    assert_eq!((log.first_index(), log.end_index()), (10, 11));
+    assert_eq!(f.committed_index(), 9, "committed below the first entry");
+    (f, log)
+}
+
+/// `f` hears from `leader`, leading `term`, and persists the new term.
+fn hear_leader(f: &mut LedgerCore, log: &mut MemLog, leader: usize, term: i64, now: u64) {
+    let hb = msg(
+        leader,
+        1,
+        Rpc::Request {
+            id: 2,
+            body: Request::Heartbeat(HeartbeatRequest {
+                term,
+                leader_id: id(leader),
+            }),
+        },
+    );
+    let cmds = step(f, log, now, hb);
+    persisted(f, log, now, &cmds);
+    assert_eq!(f.leader_id(), Some(&id(leader)));
+}
+
+/// Regression (issue 12; ledger power-loss soak, seed 1567 at an
+/// intermediate state): a follower reset past a purge keeps its committed
+/// index, which then lies below its new first entry. A later leader that
+/// still holds the purged entries finds no match (the follower's entries
+/// differ from its own, and it holds nothing before them) and TRUNCATEs at
+/// its own first entry, below that committed index: the follower's core
+/// asserted (`rewrite from 0 below the committed index 9`). It now starts
+/// over there, its committed index going back to its (empty) log end, and
+/// takes the committed entries again: they are identical on every member
+/// that holds them, and what it dispatched is the broker's own index.
+#[test]
+fn a_follower_reset_past_a_purge_takes_a_truncate_below_its_committed_index() {
+    let mut hist = MemLog::new(FILE);
+    fill(&mut hist, &[1; 10]);
+    let (mut f, mut log) = reset_past_a_purge(&hist);
+    // n2 leads term 3: it never purged, and its entry 10 is its own no-op.
+    // Its COMPAREs at 10 and 9 fail (n1's 10 differs, n1 has no 9), so it
+    // TRUNCATEs at its first entry.
+    let mut n2 = hist.clone();
+    fill(&mut n2, &[3]);
+    let l = |i| n2.entry(i).unwrap().unwrap();
+    hear_leader(&mut f, &mut log, 2, 3, 39);
+    for (rid, i) in [(58, 10), (59, 9)] {
+        let cmds = step(
+            &mut f,
+            &mut log,
+            39,
+            push(2, 1, rid, 3, PushType::Compare, 9, vec![l(i)]),
+        );
+        assert_eq!(
+            answers(&cmds),
+            vec![(rid, ResponseCode::InconsistentState, i)]
+        );
+    }
+    let truncate = push(2, 1, 60, 3, PushType::Truncate, 9, vec![l(0), l(1)]);
+    let cmds = step(&mut f, &mut log, 40, truncate);
+    let reset_at_0 = |c: &LedgerCommand| {
+        matches!(
+            c,
+            LedgerCommand::Reset {
+                next_index: 0,
+                next_pos: 0
+            }
+        )
+    };
+    assert!(cmds.iter().any(reset_at_0), "{cmds:?}");
+    assert_eq!(f.committed_index(), -1, "the commit follows the empty log");
+    assert_eq!(log.end_index(), -1);
+    let cmds = synced(&mut f, &mut log, 41, &cmds);
+    assert!(answers(&cmds).is_empty());
+    let cmds = synced(&mut f, &mut log, 42, &cmds);
+    assert_eq!(answers(&cmds), vec![(60, ResponseCode::Success, 0)]);
+    // The leader's APPENDs bring back the committed entries and its own.
+    let mut commits = Vec::new();
+    for i in 1..=10 {
+        let rid = 60 + i as u64;
+        let append = push(2, 1, rid, 3, PushType::Append, 9, vec![l(i)]);
+        let cmds = step(&mut f, &mut log, 50, append);
+        let cmds = [cmds.clone(), synced(&mut f, &mut log, 50, &cmds)].concat();
+        assert_eq!(answers(&cmds), vec![(rid, ResponseCode::Success, i)]);
+        commits.extend(cmds.iter().filter_map(|c| match c {
+            LedgerCommand::CommitAdvanced { committed_index } => Some(*committed_index),
+            _ => None,
+        }));
+    }
+    assert_eq!((log.first_index(), log.end_index()), (0, 10));
+    for i in 0..=10 {
+        assert_eq!(log.entry(i).unwrap(), Some(l(i)), "entry {i}");
+    }
+    assert_eq!(f.committed_index(), 9);
+    assert_eq!(commits.last(), Some(&9), "{commits:?}");
+}
+
+/// A TRUNCATE below committed entries the follower still holds (a
+/// duplicate, late or stale push: a leader comparing from its end finds
+/// the committed ones, which every member holds identically) cuts nothing:
+/// the follower answers INCONSISTENT_STATE and the leader compares again.
+#[test]
+fn a_truncate_below_committed_entries_the_follower_holds_cuts_nothing() {
+    let mut hist = MemLog::new(FILE);
+    fill(&mut hist, &[1; 10]);
+    let h = |i| hist.entry(i).unwrap().unwrap();
+    let mut log = hist.clone();
+    log.synced(9);
+    log.purge_before(5);
+    let mut f = follower(1, 2, &mut log);
+    let _ = step(
+        &mut f,
+        &mut log,
+        20,
+        push(0, 1, 50, 2, PushType::Compare, 9, vec![h(9)]),
+    );
+    assert_eq!(f.committed_index(), 9);
+    let cmds = step(
+        &mut f,
+        &mut log,
+        21,
+        push(0, 1, 51, 2, PushType::Truncate, 9, vec![h(0), h(1)]),
+    );
+    assert_eq!(
+        answers(&cmds),
+        vec![(51, ResponseCode::InconsistentState, 0)]
+    );
+    assert!(
+        !cmds.iter().any(|c| matches!(
+            c,
+            LedgerCommand::Reset { .. } | LedgerCommand::Truncate { .. }
+        )),
+        "{cmds:?}"
+    );
+    assert_eq!((log.first_index(), log.end_index()), (5, 9));
+    assert_eq!(f.committed_index(), 9);
+}
