@@ -532,7 +532,9 @@ impl IndexService {
     }
 
     fn roll(&self, begin_phy: i64, begin_ts: i64) -> Result<Arc<IndexFile>> {
-        let now = basalt_common::time::now_millis();
+        // The disk's clock (names and the full-disk backoff replay under
+        // the simulator).
+        let now = self.disk.now_millis();
         if now < self.no_space_until.load(Ordering::Acquire) {
             return Err(StoreError::NoSpace {
                 path: self.dir.clone(),

@@ -181,6 +181,69 @@ fn a_fresh_store_writes_its_durable_point_at_open() {
     drop(store);
 }
 
+/// Regression (issue 12, seeds 3017 and 3032 of the replay check): store
+/// times were wall-clock, so whether two records got the same millisecond
+/// (and then whether the last ConsumeQueue flush round at shutdown rewrote
+/// the checkpoint, two more fsyncs drawing faults) depended on how fast a
+/// run went. On the simulated disk records are stamped with its clock,
+/// which only the simulator moves.
+#[test]
+fn store_times_come_from_the_simulated_clock() {
+    let disk = basalt_disk::SimDisk::new(3032);
+    disk.advance_clock(12_345);
+    let mut cfg = basalt_store::StoreConfig::for_tests(world::ROOT);
+    cfg.disk = basalt_disk::Disk::Sim(disk.handle());
+    let store = basalt_store::MessageStore::open(cfg).unwrap();
+    let host = store.store_host();
+    let put = |i| {
+        let m = common::Msg::new("SimA", 0, common::body(i, 100));
+        store.put_message(&m.draft(host)).append.unwrap()
+    };
+    let first = put(0);
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    let second = put(1);
+    assert_eq!(first.store_timestamp, disk.now_millis());
+    assert_eq!(second.store_timestamp, first.store_timestamp);
+    disk.advance_clock(7);
+    assert_eq!(put(2).store_timestamp, first.store_timestamp + 7);
+    assert_eq!(
+        store.commit_log().store_timestamp_at(second.wrote_offset),
+        Some(first.store_timestamp)
+    );
+    store.shutdown();
+}
+
+/// Regression (issue 12): the full-disk backoff of CommitLog file creation
+/// (500 ms) read the wall clock, so whether the next put tried to create
+/// the file again, and drew an ENOSPC fault, depended on the run's speed.
+/// On the simulated disk it runs on the disk's clock.
+#[test]
+fn the_full_disk_backoff_runs_on_the_simulated_clock() {
+    use basalt_store::PutMessageStatus;
+    let disk = basalt_disk::SimDisk::new(5);
+    let root = std::path::Path::new(world::ROOT);
+    let mut cfg = basalt_store::StoreConfig::for_tests(root);
+    cfg.disk = basalt_disk::Disk::Sim(disk.handle());
+    let store = basalt_store::MessageStore::open(cfg).unwrap();
+    let host = store.store_host();
+    let put = |i| {
+        let m = common::Msg::new("SimA", 0, common::body(i, 100));
+        store.put_message(&m.draft(host)).status
+    };
+    disk.fill_disk_under(&root.join("commitlog"));
+    assert_eq!(put(0), PutMessageStatus::CreateMappedFileFailed);
+    assert_eq!(disk.stats().no_space, 1);
+    disk.clear_dir_faults();
+    // Wall time passes, simulated time does not: still backing off, and
+    // the disk is not asked.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert_eq!(put(1), PutMessageStatus::CreateMappedFileFailed);
+    assert_eq!(disk.stats().no_space, 1);
+    disk.advance_clock(500);
+    assert_eq!(put(2), PutMessageStatus::PutOk);
+    store.shutdown();
+}
+
 /// `basalt store check` and `repair` run on the simulated disk: after a
 /// power loss and a flipped bit in fsynced data, the check names the first
 /// bad record, recovery refuses, and a repair that cuts there lets the
