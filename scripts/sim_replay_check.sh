@@ -11,6 +11,10 @@
 #   MODE=soak ...                               # 200-step soak runs instead of 40-step suite runs
 #   BIN=target/debug/deps/power_loss_sim-... ... # a given test binary (else built)
 #   KEEP=dir ...                                # keep the masked traces in dir
+#   AGAINST=other-binary ...                    # one run with each binary: which seeds
+#                                               # behave differently (index file names and
+#                                               # sync counts masked: store times decide how
+#                                               # often the checkpoint is rewritten)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FIRST=${FIRST:-3000}
@@ -28,23 +32,39 @@ mask() {
   sed -E \
     -e 's/elapsed: [^,}]*/elapsed: _/g' \
     -e 's/(stored|computed):? (0x[0-9a-f]+|[0-9]+)/\1 _/g' \
-    -e 's/finished in [0-9.]+s/finished in _/' \
-    -e '/^"/d' -e '/^tail /d'
+    -e 's/finished in [0-9.]+s/finished in _/' -e 's/[0-9]+ filtered out/_ filtered out/' \
+    -e '/^"/d' -e '/^tail /d' \
+    ${AGAINST:+-e 's#/index/[0-9]+#/index/_#g' -e 's/syncs [0-9]+/syncs _/g'}
+}
+trace() { # binary seed
+  if [[ $MODE == soak ]]; then
+    BASALT_SIM_FIRST_SEED=$2 BASALT_SIM_SEEDS=1 BASALT_SIM_DEBUG=1 \
+      "$1" --ignored --exact soak --nocapture 2>&1 | mask || true
+  else
+    BASALT_SIM_SEED=$2 BASALT_SIM_DEBUG=1 \
+      "$1" --exact suite_seeds_keep_every_acknowledged_message --nocapture 2>&1 | mask || true
+  fi
 }
 diverged=()
 for ((seed = FIRST; seed < FIRST + COUNT; seed++)); do
+  if [[ -n "${AGAINST:-}" ]]; then
+    trace "$BIN" "$seed" >"$out/$seed.1"
+    trace "$AGAINST" "$seed" >"$out/$seed.against"
+    cmp -s "$out/$seed.1" "$out/$seed.against" || diverged+=("$seed")
+    continue
+  fi
   for ((r = 1; r <= RUNS; r++)); do
-    if [[ $MODE == soak ]]; then
-      BASALT_SIM_FIRST_SEED=$seed BASALT_SIM_SEEDS=1 BASALT_SIM_DEBUG=1 \
-        "$BIN" --ignored --exact soak --nocapture 2>&1 | mask >"$out/$seed.$r" || true
-    else
-      BASALT_SIM_SEED=$seed BASALT_SIM_DEBUG=1 \
-        "$BIN" --exact suite_seeds_keep_every_acknowledged_message --nocapture 2>&1 | mask >"$out/$seed.$r" || true
-    fi
+    trace "$BIN" "$seed" >"$out/$seed.$r"
   done
   sums=$(for ((r = 1; r <= RUNS; r++)); do cksum <"$out/$seed.$r"; done | sort -u | wc -l)
   if ((sums > 1)); then diverged+=("$seed"); fi
 done
 echo "binary: $BIN"
+if [[ -n "${AGAINST:-}" ]]; then
+  echo "against: $AGAINST"
+  echo "mode $MODE, seeds $FIRST..$((FIRST + COUNT - 1)), one run with each binary: ${#diverged[@]} of $COUNT differ${diverged:+: ${diverged[*]}}"
+  [[ -n "${KEEP:-}" ]] || rm -rf "$out"
+  exit 0
+fi
 echo "mode $MODE, seeds $FIRST..$((FIRST + COUNT - 1)), $RUNS runs each: ${#diverged[@]} of $COUNT diverged${diverged:+: ${diverged[*]}}"
 [[ -n "${KEEP:-}" ]] || rm -rf "$out"
