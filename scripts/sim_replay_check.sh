@@ -33,6 +33,7 @@ mask() {
     -e 's/elapsed: [^,}]*/elapsed: _/g' \
     -e 's/(stored|computed):? (0x[0-9a-f]+|[0-9]+)/\1 _/g' \
     -e 's/finished in [0-9.]+s/finished in _/' -e 's/[0-9]+ filtered out/_ filtered out/' \
+    -e "s/thread '([^']*)' \([0-9]+\)/thread '\1'/" \
     -e '/^"/d' -e '/^tail /d' \
     ${AGAINST:+-e 's#/index/[0-9]+#/index/_#g' -e 's/syncs [0-9]+/syncs _/g'}
 }
