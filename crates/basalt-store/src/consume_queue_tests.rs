@@ -356,7 +356,11 @@ fn a_recovery_cut_of_units_is_durable_at_once() {
     // An abnormal recovery re-dispatching from offset 400 cuts units 4, 5.
     cq.truncate_dirty(400).unwrap();
     assert_eq!(cq.max_offset(), 4);
-    assert_eq!(slot(4), vec![0; UNIT_SIZE], "the cut unit is still on the device");
+    assert_eq!(
+        slot(4),
+        vec![0; UNIT_SIZE],
+        "the cut unit is still on the device"
+    );
     assert_eq!(slot(5), vec![0; UNIT_SIZE]);
     assert_eq!(CqUnit::decode(&slot(3)), unit(300));
 }
