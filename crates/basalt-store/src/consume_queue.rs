@@ -351,9 +351,16 @@ impl ConsumeQueue {
         }
         let mut current = self.files.max_wrote_offset();
         if expect < current {
+            // Units from `cq_offset` on point below this record (it is no
+            // repeat), yet queue offsets follow the log: they are torn. A
+            // re-dispatched unit torn over zeros to a low offset passed as
+            // the queue's first unit and was kept below the re-dispatched
+            // region; skipping the record left it in place (soak seeds
+            // 6915, 10339). The log is the truth: they are cut.
             tracing::warn!(topic = %self.topic, queue = self.queue_id, cq_offset, current = current / UNIT_SIZE as i64,
-                "ConsumeQueue unit already present; skipping");
-            return Ok(());
+                "ConsumeQueue units past this offset point below its record; cutting them");
+            self.cut_durably(expect)?;
+            current = expect;
         }
         if expect > current && current != self.files.first().map(|f| f.start_offset()).unwrap_or(0)
         {
