@@ -334,6 +334,9 @@ pub fn recover(
         for cq in consume_queues.all() {
             cq.truncate_dirty(report.scan_from)?;
         }
+        // And the queues kept below the scan must keep their names (seed
+        // 8523 of the soak).
+        consume_queues.sync_names()?;
     }
 
     let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);
