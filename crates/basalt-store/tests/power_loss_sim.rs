@@ -148,13 +148,18 @@ fn regression_seeds_of_fixed_bugs() {
 /// zeroed STOREHOST exempting a record from the trailer rule (10635, 13583),
 /// a torn first unit of a ConsumeQueue file (12694, 14709, 19817), a torn
 /// filler hiding re-dispatched units (6206, 12522), a min offset left on a
-/// filler (5609, 18685). See docs/fault-model.md.
+/// filler (5609, 18685). Since failed syncs are decided per file and store
+/// times come from the simulated clock (issue 12) those seeds take other
+/// paths (docs/fault-model.md, "Replay"). The bugs that clock found: cut
+/// ConsumeQueue units brought back (3320, 9937, 16272), a torn index entry
+/// hiding fsynced ones (18700, 5279), a torn first unit kept over a
+/// re-dispatched one (6915, 10339), an unsynced queue directory (8523).
 #[test]
 fn soak_regression_seeds() {
     run_seeds(
         [
-            1842, 2267, 2332, 5609, 6206, 8197, 9854, 10635, 12509, 12522, 12694, 13583, 14709,
-            17218, 18685, 19817,
+            1842, 2267, 2332, 3320, 5279, 5609, 6206, 6915, 8197, 8523, 9854, 9937, 10339, 10635,
+            12509, 12522, 12694, 13583, 14709, 16272, 17218, 18685, 18700, 19817,
         ]
         .into_iter(),
         RunOptions {
