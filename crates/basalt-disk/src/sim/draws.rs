@@ -48,7 +48,7 @@ impl PerFileDraws {
         let count = self.syncs.entry(path.to_path_buf()).or_insert(0);
         let nth = *count;
         *count += 1;
-        n != 0 && decide(self.seed, b"sync", path, nth) % u64::from(n) == 0
+        n != 0 && decide(self.seed, b"sync", path, nth).is_multiple_of(u64::from(n))
     }
 }
 
