@@ -153,13 +153,15 @@ fn regression_seeds_of_fixed_bugs() {
 /// paths (docs/fault-model.md, "Replay"). The bugs that clock found: cut
 /// ConsumeQueue units brought back (3320, 9937, 16272), a torn index entry
 /// hiding fsynced ones (18700, 5279), a torn first unit kept over a
-/// re-dispatched one (6915, 10339), an unsynced queue directory (8523).
+/// re-dispatched one (6915, 10339), an unsynced queue directory (8523);
+/// and 1128, which catches the deletion undone by a power loss (12509's
+/// bug) when its fix is taken out.
 #[test]
 fn soak_regression_seeds() {
     run_seeds(
         [
-            1842, 2267, 2332, 3320, 5279, 5609, 6206, 6915, 8197, 8523, 9854, 9937, 10339, 10635,
-            12509, 12522, 12694, 13583, 14709, 16272, 17218, 18685, 18700, 19817,
+            1128, 1842, 2267, 2332, 3320, 5279, 5609, 6206, 6915, 8197, 8523, 9854, 9937, 10339,
+            10635, 12509, 12522, 12694, 13583, 14709, 16272, 17218, 18685, 18700, 19817,
         ]
         .into_iter(),
         RunOptions {
@@ -246,6 +248,39 @@ fn the_full_disk_backoff_runs_on_the_simulated_clock() {
     assert_eq!(disk.stats().no_space, 1);
     disk.advance_clock(500);
     assert_eq!(put(2), PutMessageStatus::PutOk);
+    store.shutdown();
+}
+
+/// Regression (soak seed 17218, which since issue 12 takes another path,
+/// and no seed of 1000..20999 catches the fix taken out): a poisoned store
+/// still noted its later flushes in the checkpoint's durable offset, though
+/// its files may not be what a flush covered. Once poisoned, the durable
+/// offset does not move.
+#[test]
+fn a_poisoned_store_does_not_raise_its_durable_offset() {
+    let disk = basalt_disk::SimDisk::new(17218);
+    let root = std::path::Path::new(world::ROOT);
+    let mut cfg = basalt_store::StoreConfig::for_tests(root);
+    cfg.flush_disk_type = basalt_common::config::FlushDiskType::AsyncFlush;
+    cfg.disk = basalt_disk::Disk::Sim(disk.handle());
+    let store = basalt_store::MessageStore::open(cfg).unwrap();
+    let host = store.store_host();
+    let put = |i| {
+        let m = common::Msg::new("SimA", 0, common::body(i, 300));
+        store.put_message(&m.draft(host)).append.unwrap()
+    };
+    put(0);
+    store.flush_commit_log().unwrap();
+    let durable = store.checkpoint().commit_log_durable_offset();
+    put(1);
+    disk.fail_syncs_under(&root.join("commitlog"));
+    assert!(store.flush_commit_log().is_err());
+    assert!(store.health().is_poisoned());
+    disk.clear_dir_faults();
+    // The next flush's fsync succeeds; the durable point stays.
+    let _ = store.flush_commit_log();
+    assert_eq!(store.checkpoint().commit_log_durable_offset(), durable);
+    assert!(durable < Some(store.commit_log().max_offset()));
     store.shutdown();
 }
 
