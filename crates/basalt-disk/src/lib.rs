@@ -28,7 +28,7 @@ pub use error::{DiskError, DiskResult, is_no_space};
 pub use read_only::ReadOnlyMap;
 pub use real::temp_path;
 pub use segment::{PAGE_SIZE, Segment, SegmentOptions};
-pub use sim::{SimDisk, SimFaults, SimHandle, SimStats};
+pub use sim::{FaultDraws, SimDisk, SimFaults, SimHandle, SimStats};
 
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,6 +238,20 @@ impl Disk {
                 }
             }
             Disk::Sim(h) => h.remove_dir(dir, recursive),
+        }
+    }
+
+    /// The store's clock, ms since the Unix epoch: the wall clock on the
+    /// real disk, the simulated disk's own clock on the simulated one (so
+    /// that store timestamps, and the file names and recovery starts made
+    /// from them, replay with a simulator seed).
+    pub fn now_millis(&self) -> i64 {
+        match self {
+            Disk::Real => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0),
+            Disk::Sim(h) => h.disk().now_millis(),
         }
     }
 

@@ -16,17 +16,25 @@
 //!   Failing syncs or a full disk can also be set per directory.
 //!
 //! Everything is deterministic for a seed as long as the caller's sequence
-//! of operations is.
+//! of operations is. With [`FaultDraws::PerFile`] failed syncs need less:
+//! only each file's own sequence of syncs (see [`draws`]).
+//!
+//! The disk also keeps a simulated clock ([`SimDisk::now_millis`]), which
+//! the store reads through [`crate::Disk::now_millis`] for its timestamps,
+//! so that store times (and what depends on them) replay with a seed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::error::{DiskError, DiskResult};
+pub use draws::FaultDraws;
+use draws::PerFileDraws;
 
 /// Sector size: the unit a power loss keeps, loses or tears.
 pub const SECTOR: usize = 512;
@@ -117,6 +125,8 @@ struct SimState {
     generation: u64,
     rng: StdRng,
     faults: SimFaults,
+    draws: FaultDraws,
+    per_file: PerFileDraws,
     next_ino: u64,
     inodes: HashMap<u64, Inode>,
     live: BTreeMap<PathBuf, Node>,
@@ -133,6 +143,8 @@ struct SimState {
 /// See the module documentation.
 pub struct SimDisk {
     state: Mutex<SimState>,
+    /// The simulated clock, ms since the epoch; moves only when told to.
+    clock_ms: AtomicI64,
 }
 
 /// A running process's view of the simulated disk. After a power loss the
@@ -167,6 +179,8 @@ impl SimDisk {
                 generation: 0,
                 rng: StdRng::seed_from_u64(seed),
                 faults: SimFaults::default(),
+                draws: FaultDraws::Shared,
+                per_file: PerFileDraws::new(seed),
                 next_ino: 1,
                 inodes: HashMap::new(),
                 live: BTreeMap::new(),
@@ -176,7 +190,24 @@ impl SimDisk {
                 skipped_sync: Vec::new(),
                 stats: SimStats::default(),
             }),
+            clock_ms: AtomicI64::new(draws::CLOCK_START_MS),
         })
+    }
+
+    /// How failed syncs are decided from now on (see [`FaultDraws`]).
+    pub fn set_fault_draws(&self, draws: FaultDraws) {
+        self.state.lock().draws = draws;
+    }
+
+    /// The simulated clock: ms since the Unix epoch. It starts at
+    /// 2026-01-01T00:00:00Z and moves only by [`SimDisk::advance_clock`].
+    pub fn now_millis(&self) -> i64 {
+        self.clock_ms.load(Ordering::Acquire)
+    }
+
+    /// Moves the simulated clock forward by `ms`.
+    pub fn advance_clock(&self, ms: i64) {
+        self.clock_ms.fetch_add(ms.max(0), Ordering::AcqRel);
     }
 
     /// The handle of the process currently running on the disk.
@@ -380,7 +411,12 @@ impl SimState {
     fn sync_fault(&mut self, path: &Path) -> DiskResult<()> {
         self.stats.syncs += 1;
         let failing = self.failing_sync_dirs.iter().any(|d| path.starts_with(d));
-        if failing || one_in(&mut self.rng, self.faults.fsync_fail_one_in) {
+        let n = self.faults.fsync_fail_one_in;
+        let drawn = match self.draws {
+            FaultDraws::Shared => one_in(&mut self.rng, n),
+            FaultDraws::PerFile => self.per_file.sync_fails(path, n),
+        };
+        if failing || drawn {
             self.stats.failed_syncs += 1;
             return Err(DiskError::eio(path));
         }
@@ -437,4 +473,5 @@ impl SimState {
     }
 }
 
+pub mod draws;
 mod ops;

@@ -286,3 +286,73 @@ fn a_punched_hole_reads_as_zeros_and_is_durable_only_after_sync_file() {
     seg.sync_file().unwrap();
     assert_eq!(d.durable_contents(&seg_path()).unwrap()[2048], 0);
 }
+
+/// Issue 12: with per-file draws, which syncs of a file fail does not
+/// depend on the syncs of other files made in between (another thread's),
+/// so the store simulator replays whatever its threads' interleaving.
+#[test]
+fn per_file_sync_faults_do_not_depend_on_other_files_syncs() {
+    let outcomes = |interleave: bool| {
+        let (d, disk) = sim(11);
+        d.set_fault_draws(FaultDraws::PerFile);
+        d.set_faults(SimFaults {
+            fsync_fail_one_in: 3,
+            ..SimFaults::default()
+        });
+        let (seg, _) = disk
+            .create_segment(&seg_path(), 4096, 0, SegmentOptions::default())
+            .unwrap();
+        (0..60)
+            .map(|_| {
+                if interleave {
+                    let _ = disk.sync_dir(Path::new("/s/log"));
+                    let _ = disk.sync_dir(Path::new("/s"));
+                }
+                seg.sync_all().is_ok()
+            })
+            .collect::<Vec<bool>>()
+    };
+    let alone = outcomes(false);
+    assert_eq!(alone, outcomes(true));
+    let failed = alone.iter().filter(|ok| !**ok).count();
+    assert!((8..35).contains(&failed), "{failed} of 60 at one in 3");
+}
+
+/// The shared stream, by contrast, gives the file other draws when other
+/// syncs come in between: why the store simulator does not use it.
+#[test]
+fn shared_sync_faults_shift_with_other_files_syncs() {
+    let outcomes = |interleave: bool| {
+        let (d, disk) = sim(11);
+        d.set_faults(SimFaults {
+            fsync_fail_one_in: 3,
+            ..SimFaults::default()
+        });
+        let (seg, _) = disk
+            .create_segment(&seg_path(), 4096, 0, SegmentOptions::default())
+            .unwrap();
+        (0..60)
+            .map(|_| {
+                if interleave {
+                    let _ = disk.sync_dir(Path::new("/s/log"));
+                }
+                seg.sync_all().is_ok()
+            })
+            .collect::<Vec<bool>>()
+    };
+    assert_ne!(outcomes(false), outcomes(true));
+}
+
+#[test]
+fn the_simulated_clock_moves_only_when_told() {
+    let (d, disk) = sim(1);
+    let t0 = disk.now_millis();
+    assert_eq!(t0, 1_767_225_600_000);
+    assert_eq!(disk.now_millis(), t0);
+    d.advance_clock(250);
+    assert_eq!(disk.now_millis(), t0 + 250);
+    // It survives a power loss: time goes on for the next process.
+    let after = Disk::Sim(d.power_loss());
+    assert_eq!(after.now_millis(), t0 + 250);
+    assert!(Disk::Real.now_millis() > 1_600_000_000_000);
+}

@@ -358,7 +358,8 @@ impl CommitLog {
         let file_start = file.start_offset();
         let pos = file.wrote_position();
         let phys = file_start + pos as i64;
-        let store_ts = basalt_common::time::now_millis();
+        // The disk's clock: the wall clock, or the simulator's (replayable).
+        let store_ts = self.config.disk.now_millis();
         let queue_offset = if takes_queue_offset {
             w.table.get(topic, queue_id)
         } else {

@@ -328,3 +328,69 @@ fn a_unit_torn_to_a_huge_offset_does_not_overflow() {
     assert_eq!(cq.max_offset(), 1);
     assert_eq!(cq.max_physic_offset(), 100);
 }
+
+/// Regression (soak seed 3320, found once store times came from the
+/// simulated clock): recovery's cut of units zeroed them in the page cache
+/// only. Past the queue's new end no flush synced that range again, so a
+/// later power loss brought the cut units back, and a recovery whose scan
+/// started after them kept units pointing at other queues' records. The
+/// cut is durable before recovery goes on.
+#[test]
+fn a_recovery_cut_of_units_is_durable_at_once() {
+    let sim = basalt_disk::SimDisk::new(3320);
+    let disk = basalt_disk::Disk::Sim(sim.handle());
+    let root = Path::new("/cq");
+    let cq = ConsumeQueue::new_on(&disk, root, "T", 0, 16 * UNIT_SIZE);
+    cq.load().unwrap();
+    for i in 0..6 {
+        cq.put_unit(i, unit(i * 100)).unwrap();
+    }
+    cq.flush(0).unwrap();
+    let path = cq.files().first().unwrap().path().to_path_buf();
+    disk.sync_dir(path.parent().unwrap()).unwrap();
+    let slot = |n: usize| {
+        let on_device = sim.durable_contents(&path).unwrap();
+        on_device[n * UNIT_SIZE..(n + 1) * UNIT_SIZE].to_vec()
+    };
+    assert_ne!(slot(4), vec![0; UNIT_SIZE]);
+    // An abnormal recovery re-dispatching from offset 400 cuts units 4, 5.
+    cq.truncate_dirty(400).unwrap();
+    assert_eq!(cq.max_offset(), 4);
+    assert_eq!(
+        slot(4),
+        vec![0; UNIT_SIZE],
+        "the cut unit is still on the device"
+    );
+    assert_eq!(slot(5), vec![0; UNIT_SIZE]);
+    assert_eq!(CqUnit::decode(&slot(3)), unit(300));
+}
+
+/// Regression (soak seeds 6915, 10339): a unit re-dispatched over zeros
+/// (the recovery's durable cut) and torn by a power loss to a low physical
+/// offset passed as a queue's first unit, and a recovery whose scan began
+/// after it kept it. Re-dispatching the record of that queue offset then
+/// found a unit "already present" and skipped the record: pulls returned
+/// another record. Units that point below the record of their own queue
+/// offset are torn and are replaced from the log.
+#[test]
+fn a_unit_pointing_below_the_record_of_its_offset_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::new(dir.path(), "T", 0, 16 * UNIT_SIZE);
+    cq.load().unwrap();
+    // The torn unit 0, then unit 1 after it.
+    cq.put_unit(0, unit(0)).unwrap();
+    cq.put_unit(1, unit(9000)).unwrap();
+    let real = CqUnit {
+        physical_offset: 8192,
+        size: 687,
+        tags_code: 1,
+    };
+    cq.truncate_dirty(8192).unwrap();
+    assert_eq!(cq.max_offset(), 1, "the torn unit is kept by the cut");
+    cq.put_unit(0, real).unwrap();
+    assert_eq!(cq.unit_at(0), Some(real));
+    assert_eq!(cq.max_offset(), 1);
+    cq.put_unit(1, unit(9000)).unwrap();
+    assert_eq!(cq.unit_at(1), Some(unit(9000)));
+    assert_eq!(cq.max_physic_offset(), 9100);
+}

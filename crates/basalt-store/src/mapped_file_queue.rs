@@ -351,7 +351,9 @@ impl MappedFileQueue {
     /// Creates the file at `start` on the writer's thread (the allocator had
     /// none ready), failing at once while a recent attempt found the disk full.
     fn create_here(&self, start: i64) -> Result<Arc<MappedFile>> {
-        let now = basalt_common::time::now_millis();
+        // The disk's clock: under the simulator a backoff read off the wall
+        // clock made whether a put drew a fault depend on its speed.
+        let now = self.disk.now_millis();
         if now < self.no_space_until.load(Ordering::Acquire) {
             return Err(StoreError::NoSpace {
                 path: self.dir.join(crate::mapped_file::file_name(start)),

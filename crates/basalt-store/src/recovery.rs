@@ -323,7 +323,9 @@ pub fn recover(
         // of an unsynced file persist in any order. So nothing re-dispatched
         // counts as indexed already; entries that did survive are found
         // twice, and lookups drop the duplicates.
-        index.clamp_indexed_below(report.scan_from);
+        // And a torn unsynced entry may end a chain that fsynced entries
+        // follow: the newest file's chains are relinked (soak seed 18700).
+        index.recover_after_crash(report.scan_from);
     }
     if abnormal {
         // Likewise a ConsumeQueue's unsynced tail may have persisted torn or
@@ -332,6 +334,9 @@ pub fn recover(
         for cq in consume_queues.all() {
             cq.truncate_dirty(report.scan_from)?;
         }
+        // And the queues kept below the scan must keep their names (seed
+        // 8523 of the soak).
+        consume_queues.sync_names()?;
     }
 
     let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);

@@ -148,13 +148,20 @@ fn regression_seeds_of_fixed_bugs() {
 /// zeroed STOREHOST exempting a record from the trailer rule (10635, 13583),
 /// a torn first unit of a ConsumeQueue file (12694, 14709, 19817), a torn
 /// filler hiding re-dispatched units (6206, 12522), a min offset left on a
-/// filler (5609, 18685). See docs/fault-model.md.
+/// filler (5609, 18685). Since failed syncs are decided per file and store
+/// times come from the simulated clock (issue 12) those seeds take other
+/// paths (docs/fault-model.md, "Replay"). The bugs that clock found: cut
+/// ConsumeQueue units brought back (3320, 9937, 16272), a torn index entry
+/// hiding fsynced ones (18700, 5279), a torn first unit kept over a
+/// re-dispatched one (6915, 10339), an unsynced queue directory (8523);
+/// and 1128, which catches the deletion undone by a power loss (12509's
+/// bug) when its fix is taken out.
 #[test]
 fn soak_regression_seeds() {
     run_seeds(
         [
-            1842, 2267, 2332, 5609, 6206, 8197, 9854, 10635, 12509, 12522, 12694, 13583, 14709,
-            17218, 18685, 19817,
+            1128, 1842, 2267, 2332, 3320, 5279, 5609, 6206, 6915, 8197, 8523, 9854, 9937, 10339,
+            10635, 12509, 12522, 12694, 13583, 14709, 16272, 17218, 18685, 18700, 19817,
         ]
         .into_iter(),
         RunOptions {
@@ -179,6 +186,102 @@ fn a_fresh_store_writes_its_durable_point_at_open() {
     let image = basalt_store::checkpoint::decode(&raw).unwrap();
     assert_eq!(image.commit_log_durable_offset, Some(0));
     drop(store);
+}
+
+/// Regression (issue 12, seeds 3017 and 3032 of the replay check): store
+/// times were wall-clock, so whether two records got the same millisecond
+/// (and then whether the last ConsumeQueue flush round at shutdown rewrote
+/// the checkpoint, two more fsyncs drawing faults) depended on how fast a
+/// run went. On the simulated disk records are stamped with its clock,
+/// which only the simulator moves.
+#[test]
+fn store_times_come_from_the_simulated_clock() {
+    let disk = basalt_disk::SimDisk::new(3032);
+    disk.advance_clock(12_345);
+    let mut cfg = basalt_store::StoreConfig::for_tests(world::ROOT);
+    cfg.disk = basalt_disk::Disk::Sim(disk.handle());
+    let store = basalt_store::MessageStore::open(cfg).unwrap();
+    let host = store.store_host();
+    let put = |i| {
+        let m = common::Msg::new("SimA", 0, common::body(i, 100));
+        store.put_message(&m.draft(host)).append.unwrap()
+    };
+    let first = put(0);
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    let second = put(1);
+    assert_eq!(first.store_timestamp, disk.now_millis());
+    assert_eq!(second.store_timestamp, first.store_timestamp);
+    disk.advance_clock(7);
+    assert_eq!(put(2).store_timestamp, first.store_timestamp + 7);
+    assert_eq!(
+        store.commit_log().store_timestamp_at(second.wrote_offset),
+        Some(first.store_timestamp)
+    );
+    store.shutdown();
+}
+
+/// Regression (issue 12): the full-disk backoff of CommitLog file creation
+/// (500 ms) read the wall clock, so whether the next put tried to create
+/// the file again, and drew an ENOSPC fault, depended on the run's speed.
+/// On the simulated disk it runs on the disk's clock.
+#[test]
+fn the_full_disk_backoff_runs_on_the_simulated_clock() {
+    use basalt_store::PutMessageStatus;
+    let disk = basalt_disk::SimDisk::new(5);
+    let root = std::path::Path::new(world::ROOT);
+    let mut cfg = basalt_store::StoreConfig::for_tests(root);
+    cfg.disk = basalt_disk::Disk::Sim(disk.handle());
+    let store = basalt_store::MessageStore::open(cfg).unwrap();
+    let host = store.store_host();
+    let put = |i| {
+        let m = common::Msg::new("SimA", 0, common::body(i, 100));
+        store.put_message(&m.draft(host)).status
+    };
+    disk.fill_disk_under(&root.join("commitlog"));
+    assert_eq!(put(0), PutMessageStatus::CreateMappedFileFailed);
+    assert_eq!(disk.stats().no_space, 1);
+    disk.clear_dir_faults();
+    // Wall time passes, simulated time does not: still backing off, and
+    // the disk is not asked.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert_eq!(put(1), PutMessageStatus::CreateMappedFileFailed);
+    assert_eq!(disk.stats().no_space, 1);
+    disk.advance_clock(500);
+    assert_eq!(put(2), PutMessageStatus::PutOk);
+    store.shutdown();
+}
+
+/// Regression (soak seed 17218, which since issue 12 takes another path,
+/// and no seed of 1000..20999 catches the fix taken out): a poisoned store
+/// still noted its later flushes in the checkpoint's durable offset, though
+/// its files may not be what a flush covered. Once poisoned, the durable
+/// offset does not move.
+#[test]
+fn a_poisoned_store_does_not_raise_its_durable_offset() {
+    let disk = basalt_disk::SimDisk::new(17218);
+    let root = std::path::Path::new(world::ROOT);
+    let mut cfg = basalt_store::StoreConfig::for_tests(root);
+    cfg.flush_disk_type = basalt_common::config::FlushDiskType::AsyncFlush;
+    cfg.disk = basalt_disk::Disk::Sim(disk.handle());
+    let store = basalt_store::MessageStore::open(cfg).unwrap();
+    let host = store.store_host();
+    let put = |i| {
+        let m = common::Msg::new("SimA", 0, common::body(i, 300));
+        store.put_message(&m.draft(host)).append.unwrap()
+    };
+    put(0);
+    store.flush_commit_log().unwrap();
+    let durable = store.checkpoint().commit_log_durable_offset();
+    put(1);
+    disk.fail_syncs_under(&root.join("commitlog"));
+    assert!(store.flush_commit_log().is_err());
+    assert!(store.health().is_poisoned());
+    disk.clear_dir_faults();
+    // The next flush's fsync succeeds; the durable point stays.
+    let _ = store.flush_commit_log();
+    assert_eq!(store.checkpoint().commit_log_durable_offset(), durable);
+    assert!(durable < Some(store.commit_log().max_offset()));
+    store.shutdown();
 }
 
 /// `basalt store check` and `repair` run on the simulated disk: after a
