@@ -151,6 +151,8 @@ fn a_cut_at_the_start_of_a_commit_log_file_is_durable() {
         }
     };
     assert_eq!(victim.wrote_offset, file_size);
+    // Dispatch is idle before the power loss (no writer may run during it).
+    assert!(store.wait_dispatched(victim.end_offset(), Duration::from_secs(10)));
     store.flush_commit_log().unwrap();
     let second = root.join("commitlog").join(format!("{file_size:020}"));
     // The first record of the second file is damaged: the log ends at the
