@@ -369,16 +369,11 @@ fn a_bad_header_before_the_checkpoint_entry_is_refused() {
             .unwrap();
             "checkpoint's durable entry 39"
         };
-        match LedgerStore::open(opts(dir.path())) {
-            Err(LedgerStoreError::Corrupt { reason, offset, .. }) => {
-                assert!(reason.contains(want), "{reason}");
-                // The damaged header itself, or where the checkpoint's entry
-                // should have been.
-                assert!(!header_crcs || offset == 0, "{offset}");
-            }
-            Err(e) => panic!("unexpected error {e}"),
-            Ok((s, _)) => panic!("recovery kept {} entries", s.end_index() + 1),
-        }
+        let (_, offset, reason) = open_refused(dir.path());
+        assert!(reason.contains(want), "{reason}");
+        // The damaged header itself, or where the checkpoint's entry should
+        // have been.
+        assert!(!header_crcs || offset == 0, "{offset}");
     }
 }
 
@@ -469,20 +464,11 @@ fn a_log_ending_cleanly_before_the_checkpoint_entry_is_refused() {
     for f in unit / INDEX + 1..=39 * 32 / INDEX {
         let _ = std::fs::remove_file(index_file(dir.path(), f));
     }
-    match LedgerStore::open(opts(dir.path())) {
-        Err(LedgerStoreError::Corrupt {
-            path,
-            offset,
-            reason,
-        }) => {
-            assert_eq!((path, offset), (file, off));
-            assert!(
-                reason.contains(&format!("ends after index {}", k - 1))
-                    && reason.contains("checkpoint's durable entry 39"),
-                "{reason}"
-            );
-        }
-        Err(e) => panic!("unexpected error {e}"),
-        Ok((s, _)) => panic!("recovery kept {} entries", s.end_index() + 1),
-    }
+    let (path, offset, reason) = open_refused(dir.path());
+    assert_eq!((path, offset), (file, off));
+    assert!(
+        reason.contains(&format!("ends after index {}", k - 1))
+            && reason.contains("checkpoint's durable entry 39"),
+        "{reason}"
+    );
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use basalt_ledger::core::LogRead;
 use basalt_ledger::entry::{EntryHeader, EntryKind, HEADER_SIZE, place};
-use basalt_ledger::store::{LedgerStore, StoreOptions};
+use basalt_ledger::store::{LedgerStore, LedgerStoreError, StoreOptions};
 
 pub const DATA: i64 = 1024;
 pub const INDEX: i64 = 32 * 8;
@@ -54,4 +54,22 @@ pub fn poke(path: &Path, offset: u64, bytes: &[u8]) {
 
 pub fn index_file(dir: &Path, k: i64) -> PathBuf {
     dir.join("index").join(format!("{:020}", k * INDEX))
+}
+
+/// Where opening the store in `dir` found damage it refuses: the file, the
+/// offset in it and the reason. Panics if the store opens, or fails in
+/// another way.
+pub fn open_refused(dir: &Path) -> (PathBuf, u64, String) {
+    match LedgerStore::open(opts(dir)) {
+        Err(LedgerStoreError::Corrupt {
+            path,
+            offset,
+            reason,
+        }) => (path, offset, reason),
+        Err(e) => panic!("expected damage to be refused, got another error: {e}"),
+        Ok((s, _)) => panic!(
+            "expected damage to be refused; recovery kept {} entries",
+            s.end_index() + 1
+        ),
+    }
 }
