@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use basalt_ledger::core::LogRead;
 use basalt_ledger::entry::{EntryHeader, EntryKind, HEADER_CRC_OFFSET, HEADER_SIZE, place};
-use basalt_ledger::store::{LedgerStore, LedgerStoreError, check_ledger_dir};
+use basalt_ledger::store::{LedgerStore, check_ledger_dir};
 use common::{DATA, open_refused, opts, poke};
 
 /// Offset of the term inside an entry header.
