@@ -133,6 +133,16 @@ impl IndexFile {
         let size = index_file_size(slot_num, index_num);
         let seg = disk.open_segment(path, SEGMENT)?;
         let len = seg.len();
+        if len == 0 {
+            // Made but never sized: the process died between creating the
+            // file and setting its length. Nothing was indexed in it.
+            return Err(StoreError::Corrupt {
+                what: "index file",
+                path: path.to_path_buf(),
+                offset: 0,
+                reason: "empty: created but never sized (a crash during its creation)".into(),
+            });
+        }
         if len != size {
             return Err(StoreError::Layout {
                 path: path.to_path_buf(),

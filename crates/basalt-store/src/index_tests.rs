@@ -62,3 +62,31 @@ fn a_torn_index_entry_does_not_hide_the_fsynced_ones_behind_it() {
     assert_eq!(svc.query_offsets("T", &b, 32, 0, i64::MAX), vec![2000]);
     assert_eq!(svc.query_offsets("T", &a, 32, 0, i64::MAX), vec![1000]);
 }
+
+/// Regression (fresh-clone CI, `crash::kill9_under_sync_flush_loses_no_acknowledged_message`):
+/// a kill -9 between creating the newest index file and setting its length
+/// left it 0 bytes, and the store refused to open ("index file is 0 bytes,
+/// expected ..."). An empty index file holds nothing: it is dropped, the
+/// files before it stay, and a new one is made for the next entry.
+#[test]
+fn an_index_file_left_empty_by_a_crash_during_its_creation_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("index");
+    let svc = IndexService::new(idx.clone(), 200, 64);
+    svc.load().unwrap();
+    svc.build_index(&req("a", 1000)).unwrap();
+    svc.flush().unwrap();
+    let kept = svc.files()[0].path().to_path_buf();
+    drop(svc);
+    let empty = idx.join("99991231235959999");
+    std::fs::write(&empty, b"").unwrap();
+
+    let svc = IndexService::new(idx, 200, 64);
+    svc.load().unwrap();
+    assert!(!empty.exists(), "the empty file is removed");
+    let files: Vec<_> = svc.files().iter().map(|f| f.path().to_path_buf()).collect();
+    assert_eq!(files, vec![kept]);
+    assert_eq!(svc.query_offsets("T", "a", 32, 0, i64::MAX), vec![1000]);
+    svc.build_index(&req("b", 2000)).unwrap();
+    assert_eq!(svc.query_offsets("T", "b", 32, 0, i64::MAX), vec![2000]);
+}
