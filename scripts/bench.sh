@@ -27,7 +27,9 @@
 # each had a device of its own, infinitely fast); the run starts once n0 leads.
 # After each step it prints the CPU time the broker process spent per
 # message (utime + stime from /proc/PID/stat); for ledger3 also the sum over
-# the three members ("members CPU").
+# the three members ("members CPU"). BENCH_THREADS=1 also prints, per
+# process, the CPU per message of each kind of thread (threads named alike,
+# such as tokio's workers, summed; from /proc/PID/task/*/stat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,8 +58,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# free_port: sets $port to a port free now whose successor (a broker's HA
+# port) is free too, and that neither it nor its successor was handed out
+# before: nothing is bound between two calls, so the OS may offer a port
+# twice. (It sets a variable: a $(...) subshell would forget the ports used.)
+used_ports=" "
 free_port() {
-  python3 -c 'import socket
+  while :; do
+    port=$(python3 -c 'import socket
 while True:
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
     t = socket.socket()
@@ -65,7 +73,11 @@ while True:
         t.bind(("127.0.0.1", p + 1)); break
     except OSError:
         pass
-print(p)'
+print(p)')
+    case $used_ports in *" $port "* | *" $((port + 1)) "* | *" $((port - 1)) "*) continue ;; esac
+    used_ports="$used_ports$port $((port + 1)) "
+    return
+  done
 }
 
 now_ms() { date +%s%3N; }
@@ -113,6 +125,32 @@ cpu_per_msg() {
     'BEGIN { if (n > 0) printf "broker CPU %.2f us/msg\n", t * 1e6 / hz / n }'
 }
 
+# thread_ticks PID...: "PID THREAD-NAME TICKS" for every thread, names made
+# one word (tokio's and the ledger's numbered names keep their kind only).
+thread_ticks() {
+  local p t
+  for p in "$@"; do
+    for t in /proc/"$p"/task/*; do
+      [ -r "$t/stat" ] || continue
+      sed -E 's/^[0-9]+ \((.*)\) [A-Za-z] (.*)$/\1\t\2/' "$t/stat" 2>/dev/null |
+        awk -F'\t' -v p="$p" '{ n = $1; gsub(/[ ]+/, "_", n); sub(/-n?[0-9]+$/, "", n);
+          split($2, f, " "); print p, n, f[11] + f[12] }'
+    done
+  done
+}
+# thread_per_msg BEFORE-FILE MESSAGES PID...: per process and thread kind,
+# CPU microseconds per message since BEFORE-FILE.
+thread_per_msg() {
+  local before=$1 n=$2
+  shift 2
+  thread_ticks "$@" | awk -v hz="$(getconf CLK_TCK)" -v n="$n" '
+    NR == FNR { b[$1 " " $2] += $3; next }
+    { a[$1 " " $2] += $3 }
+    END { if (n <= 0) exit
+      for (k in a) { d = a[k] - b[k]; if (d > 0) printf "  threads %s %.2f us/msg\n", k, d * 1e6 / hz / n } }
+  ' "$before" - | sort -k2,2n -k4,4nr
+}
+
 rss() { awk '/VmHWM|VmRSS|RssAnon|RssFile/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$1/status"; echo; }
 
 broker_conf() { # NAME PORT ROLE ID EXTRA...
@@ -139,7 +177,7 @@ case $setup in
   single | single-sync)
     flush=ASYNC_FLUSH
     [ "$setup" = single-sync ] && flush=SYNC_FLUSH
-    nsp=$(free_port); bp=$(free_port)
+    free_port; nsp=$port; free_port; bp=$port
     ns=127.0.0.1:$nsp
     start broker "basalt standalone" standalone --data "$work/data" --namesrv-port "$nsp" \
       --port "$bp" --listen 127.0.0.1 --set "flushDiskType=$flush" "${broker_sets[@]}"
@@ -147,10 +185,10 @@ case $setup in
   sync-master | async-master)
     role=SYNC_MASTER
     [ "$setup" = async-master ] && role=ASYNC_MASTER
-    nsp=$(free_port); ns=127.0.0.1:$nsp
+    free_port; nsp=$port; ns=127.0.0.1:$nsp
     start namesrv "listening on" namesrv --port "$nsp" --listen 127.0.0.1
-    broker_conf broker "$(free_port)" "$role" 0
-    broker_conf slave "$(free_port)" SLAVE 1
+    free_port; broker_conf broker "$port" "$role" 0
+    free_port; broker_conf slave "$port" SLAVE 1
     start broker "basalt broker" broker -c "$work/broker.conf"
     start slave "basalt broker" broker -c "$work/slave.conf"
     sleep 1
@@ -158,12 +196,12 @@ case $setup in
   ledger1 | ledger3)
     n=1
     [ "$setup" = ledger3 ] && n=3
-    nsp=$(free_port); ns=127.0.0.1:$nsp
+    free_port; nsp=$port; ns=127.0.0.1:$nsp
     start namesrv "listening on" namesrv --port "$nsp" --listen 127.0.0.1
     peers=""
     declare -a lports
     for i in $(seq 0 $((n - 1))); do
-      lports[$i]=$(free_port)
+      free_port; lports[$i]=$port
       peers="${peers:+$peers;}n$i-127.0.0.1:${lports[$i]}"
     done
     extra=()
@@ -173,7 +211,8 @@ case $setup in
       extra=(preferredLeaderId=n0)
     fi
     for i in $(seq 0 $((n - 1))); do
-      broker_conf "b$i" "$(free_port)" ASYNC_MASTER 0 enableDLegerCommitLog=true \
+      free_port
+      broker_conf "b$i" "$port" ASYNC_MASTER 0 enableDLegerCommitLog=true \
         dLegerGroup=bench "dLegerPeers=$peers" "dLegerSelfId=n$i" "${extra[@]}"
       if [ -n "$shm" ] && [ "$i" != 0 ]; then
         sed -i "s|^storePathRootDir=.*|storePathRootDir=$shm/b$i|" "$work/b$i.conf"
@@ -205,10 +244,14 @@ pid_var=pid_$main
 echo -n "idle:  "; rss "${!pid_var}"
 ticks=$(cpu_ticks "${!pid_var}")
 mticks=$(members_ticks)
+tprocs=("${!pid_var}")
+[ ${#members[@]} -gt 1 ] && tprocs=("${members[@]}")
+[ "${BENCH_THREADS:-0}" = 1 ] && thread_ticks "${tprocs[@]}" > "$work/threads.before"
 "$client" bench produce --namesrv "$ns" "${produce_args[@]}" | tee "$work/produce.out"
 total=$(awk '/^total/ {print $2}' "$work/produce.out")
 echo -n "produce: "; cpu_per_msg "${!pid_var}" "$ticks" "${total:-0}"
 members_per_msg "$mticks" "${total:-0}"
+[ "${BENCH_THREADS:-0}" = 1 ] && thread_per_msg "$work/threads.before" "${total:-0}" "${tprocs[@]}"
 echo -n "after produce:  "; rss "${!pid_var}"
 if [ "${BENCH_CONSUME:-1}" = 1 ]; then
   ticks=$(cpu_ticks "${!pid_var}")
