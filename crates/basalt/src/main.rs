@@ -16,6 +16,7 @@ mod client_tools;
 mod fd_limit;
 mod histogram;
 mod ledger_admin;
+mod page_reporting;
 mod progress;
 mod serve;
 mod serve_config;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use basalt_namesrv::{NameServer, NamesrvConfig};
 
 use crate::cli::{BrokerArgs, NamesrvArgs, StandaloneArgs};
-use crate::{fd_limit, serve_config};
+use crate::{fd_limit, page_reporting, serve_config};
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -63,6 +63,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
     rt.block_on(async move {
         // The NameServer shares the broker's cap and this process's descriptors.
         fd_limit::warn_if_caps_exceed(2 * cfg.server_max_connections, fds);
+        page_reporting::warn_if_active();
         let ns = NameServer::start(NamesrvConfig {
             listen: namesrv_listen,
             max_connections: cfg.server_max_connections,
@@ -147,6 +148,7 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
         fd_limit::warn_if_caps_exceed(cfg.server_max_connections, fds);
+        page_reporting::warn_if_active();
         let broker = basalt_broker::start(cfg)
             .await
             .map_err(|e| format!("broker: {e}"))?;
