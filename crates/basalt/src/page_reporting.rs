@@ -7,9 +7,10 @@
 //! 100 ms and more. The broker cannot avoid it; it says so at start, once,
 //! so that an operator can turn reporting off on a VM dedicated to it.
 //!
-//! Everything here only reads `/sys` and `/proc` and treats what it cannot
-//! read or parse as "not reporting": a check must never keep a broker from
-//! starting.
+//! Everything here only reads `/sys` and `/proc`, before the runtime starts,
+//! and never fails: without a readable balloon device nothing is reported;
+//! with one, an order or buddyinfo it cannot read counts as the kernel's
+//! default (reported). A check must never keep a broker from starting.
 
 use std::path::Path;
 

@@ -58,12 +58,12 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         .join("namesrv")
         .join("kvConfig.json");
     let advertise = cfg.broker_ip1;
+    page_reporting::warn_if_active();
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
         // The NameServer shares the broker's cap and this process's descriptors.
         fd_limit::warn_if_caps_exceed(2 * cfg.server_max_connections, fds);
-        page_reporting::warn_if_active();
         let ns = NameServer::start(NamesrvConfig {
             listen: namesrv_listen,
             max_connections: cfg.server_max_connections,
@@ -144,11 +144,11 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let cfg = layered.into_config();
+    page_reporting::warn_if_active();
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
         fd_limit::warn_if_caps_exceed(cfg.server_max_connections, fds);
-        page_reporting::warn_if_active();
         let broker = basalt_broker::start(cfg)
             .await
             .map_err(|e| format!("broker: {e}"))?;
