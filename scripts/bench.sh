@@ -74,7 +74,8 @@ while True:
     except OSError:
         pass
 print(p)')
-    case $used_ports in *" $port "* | *" $((port + 1)) "* | *" $((port - 1)) "*) continue ;; esac
+    # used_ports holds every port handed out and its successor.
+    case $used_ports in *" $port "* | *" $((port + 1)) "*) continue ;; esac
     used_ports="$used_ports$port $((port + 1)) "
     return
   done

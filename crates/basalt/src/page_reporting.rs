@@ -3,9 +3,10 @@
 //! the next use of that memory takes a host fault. A broker grows its page
 //! cache by every byte it stores (CommitLog or ledger files), so until the
 //! page cache has filled memory, each new page costs that fault: about 10 µs
-//! against 1 µs on the VM measured in docs/hosts.md, with syncs stretched to
-//! 100 ms and more. The broker cannot avoid it; it says so at start, once,
-//! so that an operator can turn reporting off on a VM dedicated to it.
+//! against 1 µs on the VM measured in docs/hosts.md, where the longest syncs
+//! took 97–140 ms against 15–20 ms. The broker cannot avoid it; it says so
+//! at start, once, so that an operator can turn reporting off on a VM
+//! dedicated to it.
 //!
 //! Everything here only reads `/sys` and `/proc`, before the runtime starts,
 //! and never fails: without a readable balloon device nothing is reported;
