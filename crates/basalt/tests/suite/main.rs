@@ -13,6 +13,7 @@
 
 // Helpers shared by the tests.
 mod cpp_client;
+mod interop;
 mod procs;
 mod prom;
 mod raw;
