@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admin;
+mod batch_body;
 mod checks;
 mod client;
 mod config_admin;

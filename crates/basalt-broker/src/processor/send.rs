@@ -428,8 +428,13 @@ async fn send_batch(
     h: &SendMessageRequestHeader,
     body: &Bytes,
 ) -> RemotingCommand {
-    let entries = match decode_batch(p, h, body) {
-        Ok(e) => e,
+    let (entries, client_flag) = match decode_batch(p, h, body) {
+        // An inflated batch stores each entry's own body, uncompressed.
+        Ok(d) if d.inflated => (
+            d.entries,
+            super::batch_body::without_compression(h.sys_flag),
+        ),
+        Ok(d) => (d.entries, h.sys_flag),
         Err(resp) => return resp,
     };
     let largest = entries.iter().map(|e| e.body.len()).max().unwrap_or(0);
@@ -442,7 +447,7 @@ async fn send_batch(
         Ok(props) => props,
         Err(resp) => return resp,
     };
-    let sys_flag = record_sys_flag(h.sys_flag, topic_cfg.topic_filter_type, false);
+    let sys_flag = record_sys_flag(client_flag, topic_cfg.topic_filter_type, false);
     let born_host = channel.remote_addr();
     let store_host = p.config.broker_addr();
     let drafts: Vec<RecordDraft<'_>> = entries
@@ -469,12 +474,13 @@ async fn send_batch(
 /// The entries of a batch body, refused when the batch cannot be taken: to
 /// a retry topic, over the size limit (the whole batch counts, as in
 /// RocketMQ: a body of many tiny entries cannot become millions of records
-/// under the put lock), empty or undecodable.
+/// under the put lock; a compressed body's inflated size counts too), empty
+/// or undecodable.
 fn decode_batch(
     p: &SendPath,
     h: &SendMessageRequestHeader,
     body: &Bytes,
-) -> Result<Vec<basalt_common::batch::BatchEntry>, RemotingCommand> {
+) -> Result<super::batch_body::DecodedBatch, RemotingCommand> {
     if h.topic.starts_with(reserved::RETRY_GROUP_PREFIX) {
         return Err(error(
             response::MESSAGE_ILLEGAL,
@@ -491,13 +497,10 @@ fn decode_batch(
             ),
         ));
     }
-    match basalt_common::batch::decode(body) {
-        Ok(e) if !e.is_empty() => Ok(e),
+    match super::batch_body::decode(body, h.sys_flag, p.live.max_message_size()) {
+        Ok(d) if !d.entries.is_empty() => Ok(d),
         Ok(_) => Err(error(response::MESSAGE_ILLEGAL, "empty batch")),
-        Err(e) => Err(error(
-            response::MESSAGE_ILLEGAL,
-            format!("bad batch body: {e}"),
-        )),
+        Err(e) => Err(error(response::MESSAGE_ILLEGAL, e.to_string())),
     }
 }
 

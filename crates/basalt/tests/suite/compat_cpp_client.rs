@@ -644,3 +644,139 @@ fn cpp_client_batch_flag_is_a_batch() {
     }
     assert_eq!(max_offset(&mut conn, "TExp", 3), 6, "nothing more stored");
 }
+
+/// The stored records of `topic`'s queues 0..`queues`, pulled raw:
+/// (queue id, sys flag, body length, keys) per record.
+fn stored_records(conn: &mut Raw, topic: &str, queues: i32) -> Vec<(i32, i32, usize, String)> {
+    use basalt_common::record::RecordView;
+    let mut out = Vec::new();
+    for q in 0..queues {
+        let mut offset = 0i64;
+        while offset < max_offset(conn, topic, q) {
+            let r = conn.call(pull_request(topic, q, offset));
+            assert_eq!(
+                r.code,
+                response::SUCCESS,
+                "pull {topic}/{q}: {:?}",
+                r.remark
+            );
+            let mut at = 0usize;
+            while at < r.body.len() {
+                let v = RecordView::parse(&r.body[at..], false).expect("a stored record");
+                let keys = basalt_common::properties::find(v.properties, "KEYS")
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .unwrap_or_default();
+                out.push((q, v.sys_flag, v.body.len(), keys));
+                at += v.total_size();
+                offset += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The C++ client compresses a whole batch body over 4 KiB (zlib) and sets
+/// COMPRESSED on the request; the broker inflates it, stores each message
+/// with its own uncompressed body, and a consumer reads every message once,
+/// intact (docs/cpp-client.md#compressed-batches).
+#[test]
+fn cpp_client_compressed_batches() {
+    let Some(python) = cpp_client::client_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("client home");
+    let broker = Standalone::start(&dir.path().join("data"), &[]);
+    let env = ClientEnv {
+        python,
+        home: home.clone(),
+        namesrv: broker.namesrv_addr(),
+    };
+    let topic = "CppZBatch";
+    create_topic(&env, topic, 4);
+    let mut c = PushConsumer::start(&env, "zbatch", topic, "cpp_zbatch", &[]);
+    // (key prefix, messages in the one batch, body size)
+    let runs = [("zsmall", 3, 1536), ("zlarge", 10, 20 * 1024)];
+    let mut want = Vec::new();
+    for (prefix, count, size) in runs {
+        let (count_s, size_s) = (count.to_string(), size.to_string());
+        let sent = produce(
+            &env,
+            &format!("produce-{prefix}"),
+            &[
+                "--topic",
+                topic,
+                "--group",
+                "cpp_zbatch_pg",
+                "--mode",
+                "batch",
+                "--count",
+                &count_s,
+                "--batch-size",
+                &count_s,
+                "--prefix",
+                prefix,
+                "--body-size",
+                &size_s,
+            ],
+        );
+        println!("{prefix}: {count} x {size} B in one batch; acknowledged: {sent:?}");
+        assert_eq!(sent.len(), 1, "{prefix}: one batch");
+        assert_eq!(sent[0]["status"], 0, "{prefix}: SEND_OK expected");
+        assert_eq!(
+            sent[0]["keys"].as_array().map_or(0, Vec::len),
+            count,
+            "{prefix}: every message acknowledged"
+        );
+        want.extend(keys(prefix, count));
+    }
+    c.until(Instant::now() + ARRIVAL, &want);
+    c.settle(SETTLE);
+    let got = c.stop();
+    println!(
+        "received: {:?}",
+        got.iter()
+            .map(|m| format!("{} ({} B)", m["key"], m["body_len"]))
+            .collect::<Vec<_>>()
+    );
+    assert_exactly(
+        "consumer of compressed batches",
+        &got.iter().collect::<Vec<_>>(),
+        &want,
+    );
+    for m in &got {
+        assert_eq!(m["body_ok"], true, "body damaged: {m}");
+        assert_intact(m, topic, "batch", &["TagA"]);
+    }
+
+    // Stored: one record per message, its body as sent, not COMPRESSED.
+    let mut conn = Raw::connect(&broker.broker_addr());
+    let stored = stored_records(&mut conn, topic, 4);
+    println!("stored (queue, sysFlag, body bytes, keys): {stored:?}");
+    assert_eq!(stored.len(), want.len(), "one record per message");
+    for (prefix, _, size) in runs {
+        for (_, sys_flag, len, _) in stored.iter().filter(|r| r.3.starts_with(prefix)) {
+            assert_eq!(*len, size, "{prefix}: stored body size");
+            assert_eq!(
+                sys_flag & 0x1,
+                0,
+                "{prefix}: stored sysFlag claims COMPRESSED"
+            );
+        }
+    }
+
+    // A COMPRESSED batch body that is neither a batch nor zlib is refused.
+    let header = CPP_BATCH_HEADER.replace("\"sysFlag\":0", "\"sysFlag\":1");
+    let r = match conn.send_raw(&json_frame(&header, b"not a batch body"), raw::IO_DEADLINE) {
+        Outcome::Reply(r) => *r,
+        other => panic!("no reply: {other:?}"),
+    };
+    println!("corrupt compressed batch: code {} {:?}", r.code, r.remark);
+    assert_eq!(r.code, response::MESSAGE_ILLEGAL, "{:?}", r.remark);
+    assert!(
+        r.remark.as_deref().unwrap_or_default().contains("zlib"),
+        "{:?}",
+        r.remark
+    );
+}
