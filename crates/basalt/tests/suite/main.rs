@@ -30,6 +30,7 @@ mod disk_full;
 mod ha_failover;
 mod hostile_client;
 mod idle_connections;
+mod interop_go_client;
 mod ledger_failover;
 mod ledger_faults;
 mod ledger_ops;
