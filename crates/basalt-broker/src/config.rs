@@ -96,6 +96,12 @@ pub struct BrokerConfig {
     pub notify_consumer_ids_changed_enable: bool,
     pub region_id: String,
     pub trace_on: bool,
+    /// `traceTopicEnable` (RocketMQ's default false): create the message
+    /// trace topic, `msgTraceTopicName`, at start with one queue, so
+    /// clients' `enableMsgTrace` works without auto-created topics.
+    pub trace_topic_enable: bool,
+    /// `msgTraceTopicName`: the trace topic `traceTopicEnable` creates.
+    pub msg_trace_topic_name: String,
     pub message_delay_level: String,
     pub ha_listen_port: u16,
     /// Whether a master listens for HA slaves (Basalt addition; RocketMQ
@@ -231,6 +237,8 @@ impl Default for BrokerConfig {
             notify_consumer_ids_changed_enable: true,
             region_id: "DefaultRegion".into(),
             trace_on: true,
+            trace_topic_enable: false,
+            msg_trace_topic_name: basalt_common::constants::topic::TRACE_TOPIC.into(),
             message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
                 .into(),
             ha_listen_port: 10912,
@@ -416,6 +424,8 @@ impl BrokerConfig {
             }
             "regionId" => self.region_id = v.to_string(),
             "traceOn" => self.trace_on = parse_bool(key, v)?,
+            "traceTopicEnable" => self.trace_topic_enable = parse_bool(key, v)?,
+            "msgTraceTopicName" => self.msg_trace_topic_name = v.to_string(),
             "messageDelayLevel" => {
                 DelayLevels::parse(v).map_err(|e| invalid(key, v, &e))?;
                 self.message_delay_level = v.to_string()

@@ -55,6 +55,8 @@ impl BrokerConfig {
             ("brokerPermission", self.broker_permission.to_string()),
             ("regionId", self.region_id.clone()),
             ("traceOn", self.trace_on.to_string()),
+            ("traceTopicEnable", self.trace_topic_enable.to_string()),
+            ("msgTraceTopicName", self.msg_trace_topic_name.clone()),
         ]
     }
 

@@ -212,6 +212,63 @@ async fn send_then_pull_and_route_registration() {
     c.stop().await;
 }
 
+/// Every stored message carries the broker's MSG_REGION and TRACE_ON, as
+/// Java's broker writes them (the 5.x Java client's consume trace skips a
+/// message without a region); a client's own values are replaced, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_messages_carry_region_and_trace_switch() {
+    let c = cluster().await;
+    let plain = c.send("Regions", 0, b"plain", "T").await;
+    assert_eq!(plain.code, response::SUCCESS, "{:?}", plain.remark);
+    let mut p = Properties::new();
+    p.set("MSG_REGION", "Forged");
+    p.set("TRACE_ON", "false");
+    let h = SendMessageRequestHeader {
+        producer_group: "PG".into(),
+        topic: "Regions".into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: 0,
+        born_timestamp: basalt_common::time::now_millis(),
+        flag: 0,
+        properties: Some(String::from_utf8(p.encode()).unwrap()),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        batch: Some(false),
+        max_reconsume_times: None,
+        broker_name: None,
+    };
+    let forged = c
+        .call(
+            RemotingCommand::request(request::SEND_MESSAGE_V2)
+                .with_ext(h.to_ext_v2())
+                .with_body(b"forged".to_vec()),
+        )
+        .await;
+    assert_eq!(forged.code, response::SUCCESS, "{:?}", forged.remark);
+    c.settle().await;
+    let r = c.pull("Regions", 0, 0, "*", 0).await;
+    let msgs = record::decode_all(&r.body, true).unwrap();
+    assert_eq!(msgs.len(), 2);
+    for m in &msgs {
+        let props = String::from_utf8_lossy(&m.properties).into_owned();
+        let count = |name: &str| props.matches(&format!("{name}\u{1}")).count();
+        assert_eq!(
+            basalt_common::properties::find(&m.properties, "MSG_REGION"),
+            Some(&b"DefaultRegion"[..]),
+            "{props:?}"
+        );
+        assert_eq!(
+            basalt_common::properties::find(&m.properties, "TRACE_ON"),
+            Some(&b"true"[..]),
+            "{props:?}"
+        );
+        assert_eq!((count("MSG_REGION"), count("TRACE_ON")), (1, 1), "{props:?}");
+    }
+    c.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_statuses_tags_and_long_polling() {
     let c = cluster().await;

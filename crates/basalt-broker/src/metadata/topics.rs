@@ -100,6 +100,10 @@ impl TopicConfigManager {
         if cfg.timer_wheel_enable {
             system.push(TopicSettings::new(reserved::TIMER_TOPIC, 1));
         }
+        // Message traces (clients' enableMsgTrace), one queue, as RocketMQ.
+        if cfg.trace_topic_enable {
+            system.push(TopicSettings::new(cfg.msg_trace_topic_name.clone(), 1));
+        }
         if cfg.auto_create_topic_enable {
             let mut t =
                 TopicSettings::new(reserved::AUTO_CREATE_TOPIC, cfg.default_topic_queue_nums);
@@ -331,6 +335,26 @@ mod tests {
         assert_eq!(m.get("NewTopic").unwrap().read_queue_nums, 4);
         assert!(m.delete("NewTopic"));
         assert!(m.get("NewTopic").is_none());
+    }
+
+    #[test]
+    fn trace_topic_enable_creates_the_trace_topic_with_one_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig::default();
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
+        assert!(m.get(reserved::TRACE_TOPIC).is_none());
+        m.persist_and_stop();
+        drop(m);
+        let mut cfg = BrokerConfig::default();
+        cfg.set("traceTopicEnable", "true").unwrap();
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
+        let t = m.get(reserved::TRACE_TOPIC).unwrap();
+        assert_eq!((t.read_queue_nums, t.write_queue_nums), (1, 1));
+        m.persist_and_stop();
+        drop(m);
+        cfg.set("msgTraceTopicName", "MyTraces").unwrap();
+        let m = TopicConfigManager::load(dir.path(), &cfg).unwrap();
+        assert_eq!(m.get("MyTraces").unwrap().write_queue_nums, 1);
     }
 
     #[test]

@@ -152,23 +152,51 @@ async fn auto_create_topic(
 }
 
 /// Ensures a unique key and adds the cluster name, as the Java p does.
+/// Sets `MSG_REGION` (regionId) and `TRACE_ON` (traceOn) on every stored
+/// message, replacing a client's values, as Java's `buildMsgContext` does:
+/// the 5.x Java client's consume trace drops a message without a region.
 /// A client's `__CRC32#` property is dropped: only the store writes that
 /// trailer, and a forged one would make the record fail its own check.
 pub(super) fn broker_properties(p: &SendPath, raw: &[u8]) -> Vec<u8> {
-    let [crc, uniq, cluster] = properties::find_each(
+    let [crc, uniq, cluster, region, trace] = properties::find_each(
         raw,
-        [property::CRC32, property::UNIQ_KEY, property::CLUSTER],
+        [
+            property::CRC32,
+            property::UNIQ_KEY,
+            property::CLUSTER,
+            property::MSG_REGION,
+            property::TRACE_ON,
+        ],
     );
-    let mut props = if crc.is_some() {
-        properties::without(raw, &[property::CRC32])
-    } else {
+    let trace_on = if p.config.trace_on { "true" } else { "false" };
+    let region_ok = region == Some(p.config.region_id.as_bytes());
+    let trace_ok = trace == Some(trace_on.as_bytes());
+    let mut drop = Vec::new();
+    if crc.is_some() {
+        drop.push(property::CRC32);
+    }
+    if region.is_some() && !region_ok {
+        drop.push(property::MSG_REGION);
+    }
+    if trace.is_some() && !trace_ok {
+        drop.push(property::TRACE_ON);
+    }
+    let mut props = if drop.is_empty() {
         raw.to_vec()
+    } else {
+        properties::without(raw, &drop)
     };
     if uniq.is_none() {
         properties::append(&mut props, property::UNIQ_KEY, &p.uniq.next_key());
     }
     if cluster.is_none() {
         properties::append(&mut props, property::CLUSTER, &p.config.broker_cluster_name);
+    }
+    if !region_ok {
+        properties::append(&mut props, property::MSG_REGION, &p.config.region_id);
+    }
+    if !trace_ok {
+        properties::append(&mut props, property::TRACE_ON, trace_on);
     }
     props
 }

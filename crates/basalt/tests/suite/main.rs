@@ -31,6 +31,7 @@ mod ha_failover;
 mod hostile_client;
 mod idle_connections;
 mod interop_go_client;
+mod interop_java_client;
 mod ledger_failover;
 mod ledger_faults;
 mod ledger_ops;
