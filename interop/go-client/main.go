@@ -21,6 +21,7 @@ import (
 // Options common to every case.
 type caseArgs struct {
 	namesrv string
+	broker  string
 	topic   string
 	group   string
 	prefix  string
@@ -35,17 +36,19 @@ type caseFn struct {
 }
 
 var cases = map[string]caseFn{
-	"modes":   {"sync, async, oneway and batch sends; two clustering consumers share a group; a TagA || TagB consumer", runModes},
-	"orderly": {"hash-selector sends by sharding key; an orderly consumer sees each key's messages in order", runOrderly},
-	"pull":    {"sync sends read back by a pull consumer (Poll/ACK)", runPull},
-	"delay":   {"a delay-level message arrives once, not before its level's delay", runDelay},
-	"retry":   {"a consumer fails each message once; each comes back once from the retry topic", runRetry},
-	"produce": {"sync sends of -n messages keyed <prefix>-<i>", runProduce},
-	"consume": {"a push consumer of -group receives exactly <prefix>-0..n-1 and nothing else", runConsume},
+	"modes":       {"sync, async, oneway and batch sends; two clustering consumers share a group; a TagA || TagB consumer", runModes},
+	"orderly":     {"hash-selector sends by sharding key; an orderly consumer sees each key's messages in order", runOrderly},
+	"pull":        {"sync sends read back by a pull consumer (Poll/ACK)", runPull},
+	"delay":       {"a delay-level message arrives once, not before its level's delay", runDelay},
+	"admin":       {"the admin API creates, lists and deletes a topic and lists subscription groups", runAdmin},
+	"transaction": {"half messages committed, rolled back, and decided by check-back; the consumer sees exactly the committed", runTransaction},
+	"retry":       {"a consumer fails each message once; each comes back once from the retry topic", runRetry},
+	"produce":     {"sync sends of -n messages keyed <prefix>-<i>", runProduce},
+	"consume":     {"a push consumer of -group receives exactly <prefix>-0..n-1 and nothing else", runConsume},
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: goclient CASE -namesrv HOST:PORT -topic T [-group G] [-prefix P] [-n N] [-wait D]\ncases:\n")
+	fmt.Fprintf(os.Stderr, "usage: goclient CASE -namesrv HOST:PORT -topic T [-broker HOST:PORT] [-group G] [-prefix P] [-n N] [-wait D]\ncases:\n")
 	names := make([]string, 0, len(cases))
 	for name := range cases {
 		names = append(names, name)
@@ -68,6 +71,7 @@ func main() {
 	var a caseArgs
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	fs.StringVar(&a.namesrv, "namesrv", "", "NameServer address")
+	fs.StringVar(&a.broker, "broker", "", "broker address (admin)")
 	fs.StringVar(&a.topic, "topic", "", "topic")
 	fs.StringVar(&a.group, "group", "", "consumer group (consume)")
 	fs.StringVar(&a.prefix, "prefix", "m", "key prefix of the messages")

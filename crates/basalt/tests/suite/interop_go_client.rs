@@ -16,6 +16,10 @@
 //!   producer sent to a topic its first send created;
 //! * `delay`: delay-level messages arrive once, after their delay;
 //! * `retry`: messages a consumer fails come back once from the retry topic;
+//! * `transaction`: committed, rolled-back and checked-back half messages;
+//!   the consumer gets exactly the committed ones;
+//! * `admin`: the client's admin API creates, lists and deletes a topic and
+//!   reads the broker's subscription groups;
 //! * `produce` / `consume`: a group's offsets survive a broker restart.
 //!
 //! What the Go client does differently is in docs/go-client.md.
@@ -92,11 +96,16 @@ fn go_client_cases_against_standalone() {
     let Some((bin, tmp, home)) = setup() else {
         return;
     };
-    let broker = Standalone::start(&tmp.path().join("data"), &[]);
+    // Half messages are checked back within seconds, not the default 30 s.
+    let broker = Standalone::start(
+        &tmp.path().join("data"),
+        &["transactionCheckInterval=2000", "transactionTimeOut=1000"],
+    );
     let go = client(&bin, &home, &broker);
+    let broker_addr = broker.broker_addr();
     // (case, topic, queues created beforehand, extra args). The pull case's
     // topic is created by its producer's first send (TBW102 route).
-    let cases: [(&str, &str, Option<u32>, &[&str]); 5] = [
+    let cases: [(&str, &str, Option<u32>, &[&str]); 7] = [
         ("modes", "GoModes", Some(8), &["-prefix", "gm", "-n", "12"]),
         (
             "orderly",
@@ -106,7 +115,26 @@ fn go_client_cases_against_standalone() {
         ),
         ("pull", "GoPull", None, &["-prefix", "gp", "-n", "30"]),
         ("delay", "GoDelay", Some(4), &["-prefix", "gd"]),
-        ("retry", "GoRetry", Some(4), &["-prefix", "gr", "-n", "4"]),
+        // Redeliveries wait for the client's route poll (see the docs).
+        (
+            "retry",
+            "GoRetry",
+            Some(4),
+            &["-prefix", "gr", "-n", "4", "-wait", "90s"],
+        ),
+        (
+            "transaction",
+            "GoTx",
+            Some(4),
+            &["-prefix", "gt", "-n", "3"],
+        ),
+        // Creates and deletes its topic itself.
+        (
+            "admin",
+            "GoAdmin",
+            None,
+            &["-prefix", "ga", "-broker", &broker_addr],
+        ),
     ];
     for (_, topic, queues, _) in &cases {
         if let Some(queues) = queues {
