@@ -1,6 +1,7 @@
 //! `basalt produce` and `basalt consume`: operator tools on top of
 //! basalt-client (`basalt admin` is in `admin_cli`).
 
+use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -172,6 +173,11 @@ pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
         };
         let opts = PushOptions {
             consume_from_where: from,
+            // One listener call at a time: messages of a queue are printed
+            // in queue order, so what is left unprinted is a suffix of each
+            // queue and one offset per queue says where to go on.
+            consume_thread_max: 1,
+            consume_message_batch_max_size: 32,
             ..Default::default()
         };
         let consumer =
@@ -179,20 +185,23 @@ pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
         consumer
             .subscribe(&a.topic, a.tags.as_deref().unwrap_or("*"))
             .map_err(|e| e.to_string())?;
-        let count = Arc::new(AtomicU64::new(0));
+        let tally = Arc::new(Tally::default());
         let done = Arc::new(tokio::sync::Notify::new());
         {
-            let count = Arc::clone(&count);
+            let tally = Arc::clone(&tally);
             let done = Arc::clone(&done);
             let (quiet, want, body) = (a.quiet || a.json, a.count, !a.no_body);
-            consumer.register_listener(move |msgs, _ctx| {
-                for m in msgs {
+            consumer.register_listener(move |msgs, ctx| {
+                let take = tally.claim(want, msgs.len());
+                for m in &msgs[..take] {
                     if !quiet {
                         print_message(m, body);
                     }
                 }
-                let n = count.fetch_add(msgs.len() as u64, Ordering::Relaxed) + msgs.len() as u64;
-                if want > 0 && n >= want {
+                if let Some(first_left) = msgs.get(take) {
+                    tally.leave(&ctx.queue, first_left.queue_offset);
+                }
+                if want > 0 && tally.printed.load(Ordering::Relaxed) >= want {
                     done.notify_one();
                 }
                 ConsumeStatus::Success
@@ -203,9 +212,10 @@ pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| format!("consumer: {e}"))?;
         let started = std::time::Instant::now();
-        wait_consumed(&a, &count, &done).await;
+        wait_consumed(&a, &tally.printed, &done).await;
         consumer.shutdown().await;
-        let n = count.load(Ordering::Relaxed);
+        commit_unprinted(&a, &tally).await?;
+        let n = tally.printed.load(Ordering::Relaxed);
         if a.json {
             let summary = serde_json::json!({
                 "consumed": n,
@@ -217,6 +227,72 @@ pub fn consume(a: ConsumeArgs) -> Result<ExitCode, String> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// What the push listener of `consume` printed, and where it stopped.
+#[derive(Default)]
+struct Tally {
+    /// Messages printed (never more than `-n`).
+    printed: AtomicU64,
+    /// Per queue, the first offset delivered but not printed (the count
+    /// was reached). The listener acknowledges these messages, so the
+    /// consumer commits past them; `commit_unprinted` moves the group's
+    /// offset back to here after the consumer stops.
+    left: parking_lot::Mutex<BTreeMap<TopicQueue, i64>>,
+}
+
+impl Tally {
+    /// Takes up to `n` of the remaining slots of `want` (all of them when
+    /// `want` is 0) and says how many were taken.
+    fn claim(&self, want: u64, n: usize) -> usize {
+        let mut took = 0;
+        let _ = self
+            .printed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |have| {
+                took = if want == 0 {
+                    n
+                } else {
+                    want.saturating_sub(have).min(n as u64) as usize
+                };
+                Some(have + took as u64)
+            });
+        took
+    }
+
+    /// Records that `queue` was left unprinted from `offset` on.
+    fn leave(&self, queue: &TopicQueue, offset: i64) {
+        let mut left = self.left.lock();
+        let at = left.entry(queue.clone()).or_insert(offset);
+        *at = (*at).min(offset);
+    }
+}
+
+/// Commits, for every queue where `consume -n` stopped before the end of
+/// what it was handed, the offset of the first message it did not print,
+/// so that the group's next run starts there.
+async fn commit_unprinted(a: &ConsumeArgs, tally: &Tally) -> Result<(), String> {
+    let left = std::mem::take(&mut *tally.left.lock());
+    if left.is_empty() {
+        return Ok(());
+    }
+    let committer = PullConsumer::new(a.group.clone(), ClientConfig::new(a.namesrv.clone()));
+    committer
+        .start()
+        .await
+        .map_err(|e| format!("offset commit: {e}"))?;
+    let mut result = Ok(());
+    for (mq, offset) in &left {
+        if let Err(e) = committer.update_offset(mq, *offset).await {
+            result = Err(format!(
+                "could not commit offset {offset} of {}/{}/{}: {e}; the next run may print \
+                 messages after it again",
+                mq.topic, mq.broker_name, mq.queue_id
+            ));
+            break;
+        }
+    }
+    committer.shutdown().await;
+    result
 }
 
 /// Waits for the count, the timeout or Ctrl-C, drawing the progress line
@@ -273,13 +349,22 @@ async fn consume_pull(a: &ConsumeArgs, queue: i32) -> Result<ExitCode, String> {
             .map_err(|e| e.to_string())?;
         match r.status {
             PullStatus::Found => {
-                for m in &r.msgs {
+                let room = match a.count {
+                    0 => r.msgs.len(),
+                    n => (n - got).min(r.msgs.len() as u64) as usize,
+                };
+                for m in &r.msgs[..room] {
                     if !quiet {
                         print_message(m, !a.no_body);
                     }
                     got += 1;
                 }
                 line.update(got);
+                if let Some(first_left) = r.msgs.get(room) {
+                    // Stopped at the count: the next run starts here.
+                    offset = first_left.queue_offset;
+                    break;
+                }
             }
             PullStatus::NoNewMsg => break,
             _ => {}

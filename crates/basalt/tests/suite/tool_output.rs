@@ -257,3 +257,96 @@ fn progress_on_a_terminal_and_nothing_extra_without_one() {
     assert_eq!(v["sent"], 300);
     assert_eq!(v["failed"], 0);
 }
+
+/// The keys of the messages `basalt consume` printed, in order.
+fn printed_keys(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.split(" keys=").nth(1))
+        .filter_map(|rest| rest.split(' ').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `consume -n N` prints exactly N messages and commits offsets only for
+/// those: the group's next run starts at the next message.
+#[test]
+fn consume_count_stops_at_n_and_the_next_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Standalone::start(&dir.path().join("data"), &[]);
+    let ns = broker.namesrv_addr();
+    let topic = "CountedOneQueue";
+    let o = basalt(&[
+        "admin",
+        "--namesrv",
+        &ns,
+        "topic",
+        "create",
+        "-t",
+        topic,
+        "--queues",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = basalt(&[
+        "produce",
+        "--namesrv",
+        &ns,
+        "-t",
+        topic,
+        "-n",
+        "50",
+        "--keys",
+        "k-{i}",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "sent 50, failed 0\n");
+    let consume_7 = || {
+        let o = basalt(&[
+            "consume",
+            "--namesrv",
+            &ns,
+            "-t",
+            topic,
+            "-g",
+            "counted",
+            "-n",
+            "7",
+            "--no-body",
+            "--timeout",
+            "60",
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let out = text(&o.stdout);
+        println!("consume -n 7 printed:\n{out}");
+        assert!(out.ends_with("consumed 7\n"), "{out}");
+        printed_keys(&out)
+    };
+    let want = |r: std::ops::Range<usize>| r.map(|i| format!("k-{i}")).collect::<Vec<_>>();
+    assert_eq!(consume_7(), want(0..7), "first run");
+    assert_eq!(
+        consume_7(),
+        want(7..14),
+        "second run starts where the first stopped"
+    );
+
+    // --queue: the same count, and the next offset is the first unprinted.
+    let o = basalt(&[
+        "consume",
+        "--namesrv",
+        &ns,
+        "-t",
+        topic,
+        "--queue",
+        "0",
+        "--offset",
+        "3",
+        "-n",
+        "5",
+        "--no-body",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    println!("consume --queue 0 --offset 3 -n 5 printed:\n{out}");
+    assert_eq!(printed_keys(&out), want(3..8));
+    assert!(out.ends_with("consumed 5, next offset 8\n"), "{out}");
+}
