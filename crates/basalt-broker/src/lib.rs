@@ -40,6 +40,7 @@ pub mod runtime_stats;
 pub mod schedule;
 mod start;
 pub mod store_check;
+pub mod store_export;
 pub mod transaction;
 pub mod writer;
 

@@ -11,6 +11,7 @@
 //! * [`store`] — [`MessageStore`], the façade the broker uses;
 //! * [`check`] — offline validation and listing for operators;
 //! * [`repair`] — cutting a damaged store back to a valid prefix, offline;
+//! * [`export`] — making a stopped store readable by RocketMQ 5, offline;
 //! * [`timer`] — the TimerLog, timing wheel and checkpoint of timer messages.
 //!
 //! The store knows nothing of the network.
@@ -24,6 +25,7 @@ pub mod consume_queue_table;
 pub mod disk_space;
 pub mod dispatch;
 pub mod error;
+pub mod export;
 pub mod faults;
 pub mod flush_stats;
 #[doc(hidden)]
@@ -41,6 +43,7 @@ pub mod put;
 pub mod record_check;
 pub mod recovery;
 pub mod repair;
+pub mod retention;
 pub mod services;
 pub mod signal;
 pub mod store;

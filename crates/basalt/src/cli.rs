@@ -645,6 +645,22 @@ pub enum StoreCommand {
         #[arg(long)]
         yes: bool,
     },
+    /// Make a cleanly stopped store readable by Apache RocketMQ 5 (to roll
+    /// back to the Java broker): copies SRC to DEST (or rewrites SRC with
+    /// --in-place), blanks the CRC trailers, writes RocketMQ's checkpoint,
+    /// folds the topic journal, drops the timer files. See
+    /// docs/storage-format.md#migrating-to-and-from-rocketmq.
+    #[command(name = "export-rocketmq")]
+    ExportRocketmq {
+        /// Store root directory of the stopped Basalt broker.
+        src: PathBuf,
+        /// A new (or empty) directory for the exported store.
+        #[arg(required_unless_present = "in_place", conflicts_with = "in_place")]
+        dest: Option<PathBuf>,
+        /// Rewrite SRC itself instead of a copy.
+        #[arg(long)]
+        in_place: bool,
+    },
 }
 
 impl Cli {

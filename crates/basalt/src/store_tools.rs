@@ -1,11 +1,13 @@
 //! `basalt store check` and `basalt store dump`, over a store root in either
 //! mode (see [`basalt_broker::store_check`]), and `basalt store repair`
-//! (classic stores only, see [`basalt_store::repair`]).
+//! (classic stores only, see [`basalt_store::repair`]), and `basalt store
+//! export-rocketmq` (see [`basalt_broker::store_export`]).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use basalt_broker::store_check::{check_store_root, dump_store_root};
+use basalt_broker::store_export::export_rocketmq;
 use basalt_store::repair::StoreRepair;
 
 use crate::cli::StoreCommand;
@@ -40,6 +42,11 @@ pub fn run(cmd: StoreCommand) -> Result<ExitCode, String> {
             truncate_at,
             yes,
         } => repair(&dir, truncate_at, yes),
+        StoreCommand::ExportRocketmq { src, dest, .. } => {
+            let report = export_rocketmq(&src, dest.as_deref())?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -10,5 +10,6 @@ pub mod groups;
 pub mod journal;
 pub mod meta_writer;
 pub mod offsets;
+pub mod topic_attributes;
 pub mod topic_journal;
 pub mod topics;

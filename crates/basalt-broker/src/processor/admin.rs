@@ -60,6 +60,15 @@ pub async fn create_topic(a: &AdminPath, req: &RemotingCommand) -> RemotingComma
         Some("MULTI_TAG") => TagMode::MultiTag,
         _ => TagMode::SingleTag,
     };
+    // `attributes` modifies the topic's current ones (Java's
+    // TopicConfigManager.updateTopicConfig); absent keeps them.
+    let current = a.topics.get(&h.topic).map(|c| c.attributes);
+    let modification = h.attributes.as_deref().unwrap_or("");
+    let attributes = crate::metadata::topic_attributes::apply(current.as_ref(), modification);
+    t.attributes = match attributes {
+        Ok(m) => m,
+        Err(e) => return error(response::SYSTEM_ERROR, e),
+    };
     let change = match a.topics.update(t) {
         Ok(c) => c,
         Err(e) => return error(response::SYSTEM_ERROR, e.to_string()),

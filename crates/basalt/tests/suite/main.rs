@@ -30,6 +30,7 @@ mod disk_full;
 mod ha_failover;
 mod hostile_client;
 mod idle_connections;
+mod interop_store_migration;
 mod interop_go_client;
 mod interop_java_client;
 mod ledger_failover;
