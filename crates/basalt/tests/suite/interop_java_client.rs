@@ -254,6 +254,14 @@ fn failover(build: &str) {
     }
     let finished = run.join().expect("harness thread");
     expect_passed(finished, &format!("{build} failover"), &home);
+    // How the sends got past the dead broker (not asserted: the client's
+    // retry on another broker, or a route without broker-b already).
+    let log = std::fs::read_to_string(home.join("logs/rocketmqlogs/rocketmq_client.log"))
+        .unwrap_or_default();
+    println!(
+        "{build} failover: the client logged {} sends retried on another broker",
+        log.matches("resend at once").count()
+    );
 }
 
 #[test]

@@ -37,9 +37,11 @@ public final class Ctx {
         this.prefix = prefix;
     }
 
-    /** Prints one line (whole lines only, from any thread). */
+    private static final long STARTED = System.nanoTime();
+
+    /** Prints one line, after the seconds since start (whole lines only, from any thread). */
     static synchronized void out(String line) {
-        System.out.println(line);
+        System.out.printf("%7.3f %s%n", (System.nanoTime() - STARTED) / 1e9, line);
         System.out.flush();
     }
 
@@ -123,6 +125,13 @@ public final class Ctx {
 
     void prepare(DefaultMQPushConsumer c) {
         c.setNamesrvAddr(namesrv);
+        // The 5.x client raises its subscription version after each
+        // rebalance and sends a heartbeat, but skips that heartbeat when the
+        // periodic one holds the lock (both run about 1 s after start); its
+        // pulls then get SUBSCRIPTION_NOT_LATEST (from Java's broker too)
+        // until the next periodic heartbeat, 30 s by default. 5 s bounds
+        // that stall (docs/java-client.md).
+        c.setHeartbeatBrokerInterval(5000);
         c.setInstanceName(instance("consumer"));
         c.setConsumeFromWhere(org.apache.rocketmq.common.consumer.ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         onClose(c::shutdown);
