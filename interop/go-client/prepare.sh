@@ -15,7 +15,9 @@ if [ -f "$out/READY" ] && [ -x "$out/bin/goclient" ] && [ "$(cat "$out/inputs.sh
 fi
 rm -f "$out/READY"
 cd "$here"
-# -mod=readonly: the committed go.sum must cover every module (no edits).
-go build -mod=readonly -trimpath -o "$out/bin/goclient" .
+# -mod=readonly: the committed go.sum must cover every module (no edits);
+# -buildvcs=false: the binary needs no VCS stamp (and a checkout whose .git
+# belongs to another user would refuse one).
+go build -mod=readonly -trimpath -buildvcs=false -o "$out/bin/goclient" .
 echo "$hash" >"$out/inputs.sha256"
 go version >"$out/READY"
