@@ -63,6 +63,7 @@ pub mod request {
     pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
     pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
     pub const GET_SYSTEM_TOPIC_LIST_FROM_BROKER: i32 = 305;
+    pub const CLEAN_EXPIRED_CONSUMEQUEUE: i32 = 306;
     pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
     pub const CLONE_GROUP_OFFSET: i32 = 314;
     pub const CONSUME_MESSAGE_DIRECTLY: i32 = 309;

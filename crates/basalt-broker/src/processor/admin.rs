@@ -106,6 +106,23 @@ pub fn delete_topic(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     ok()
 }
 
+/// CLEAN_EXPIRED_CONSUMEQUEUE (mqadmin cleanExpiredCQ): drops ConsumeQueue
+/// files that only point at CommitLog data already deleted. Java also
+/// destroys a queue whose every unit is expired; Basalt keeps the queue
+/// (empty, its offsets kept) so its next message continues the offsets.
+pub fn clean_expired_consume_queues(a: &AdminPath) -> RemotingCommand {
+    match a.store.clean_expired_consume_queues() {
+        Ok(n) => {
+            tracing::info!(
+                files = n,
+                "cleanExpiredCQ: expired ConsumeQueue files deleted"
+            );
+            ok()
+        }
+        Err(e) => error(response::SYSTEM_ERROR, e.to_string()),
+    }
+}
+
 pub fn all_topic_config(a: &AdminPath) -> RemotingCommand {
     ok().with_body(serde_json::to_vec(&a.topics.snapshot().to_wire()).unwrap_or_default())
 }
@@ -184,6 +201,23 @@ pub fn runtime_info(a: &AdminPath) -> RemotingCommand {
     );
     put("runtime", format!("{} s", a.started_at.elapsed().as_secs()));
     put("flushDiskType", a.config.flush_disk_type.to_string());
+    // Java's `brokerActive` says its delay-level and transaction-check
+    // services run, which they do on a master (here also a ledger leader).
+    let role = a.replication.role(a.config.broker_role);
+    put(
+        "brokerActive",
+        (role != basalt_common::config::BrokerRole::Slave).to_string(),
+    );
+    // Java reports its request thread pools' queues (mqadmin clusterList
+    // shows them). Basalt runs every request as a task of its own, so no
+    // request waits in such a queue: empty by construction.
+    for pool in ["send", "pull", "litePull", "query", "ack"] {
+        put(&format!("{pool}ThreadPoolQueueSize"), "0".into());
+        put(
+            &format!("{pool}ThreadPoolQueueHeadWaitTimeMills"),
+            "0".into(),
+        );
+    }
     for (k, v) in a.replication.runtime_info(&a.store) {
         t.insert(k, v);
     }

@@ -158,6 +158,7 @@ impl BrokerProcessor {
             request::GET_ALL_TOPIC_CONFIG => admin::all_topic_config(a),
             request::GET_TOPIC_CONFIG => admin::topic_config(a, &req),
             request::GET_BROKER_RUNTIME_INFO => admin::runtime_info(a),
+            request::CLEAN_EXPIRED_CONSUMEQUEUE => admin::clean_expired_consume_queues(a),
             request::GET_BROKER_CONFIG => config_admin::broker_config(a),
             request::UPDATE_BROKER_CONFIG => config_admin::update_broker_config(a, &req).await,
             request::GET_TOPIC_STATS_INFO => admin::topic_stats(a, &req),

@@ -444,6 +444,22 @@ impl MessageStore {
         )
     }
 
+    /// Deletes every ConsumeQueue file whose units all point before the
+    /// CommitLog's first kept offset (Java `cleanExpiredConsumerQueue`, the
+    /// part of each cleanup round that needs no deleted CommitLog file).
+    /// Returns the files deleted. Nothing with an external log.
+    pub fn clean_expired_consume_queues(&self) -> Result<usize> {
+        if self.commit_log_dispatch().is_none() {
+            return Ok(0);
+        }
+        let min = self.commit_log.min_offset();
+        let mut deleted = 0;
+        for q in self.consume_queues.all() {
+            deleted += q.delete_expired(min)?;
+        }
+        Ok(deleted)
+    }
+
     /// Bytes readable in the CommitLog but not yet dispatched.
     pub fn dispatch_behind_bytes(&self) -> i64 {
         self.commit_log_dispatch().map(|d| d.behind()).unwrap_or(0)

@@ -33,6 +33,7 @@ mod idle_connections;
 mod interop_store_migration;
 mod interop_go_client;
 mod interop_java_client;
+mod interop_mqadmin;
 mod ledger_failover;
 mod ledger_faults;
 mod ledger_ops;
