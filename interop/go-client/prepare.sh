@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/../../target/interop/go-client"
 mkdir -p "$out/bin"
-hash=$(cd "$here" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
+hash=$(cd "$here" && cat go.mod go.sum ./*.go prepare.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$out/READY" ] && [ -x "$out/bin/goclient" ] && [ "$(cat "$out/inputs.sha256" 2>/dev/null)" = "$hash" ]; then
   exit 0
 fi
