@@ -43,6 +43,7 @@ pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
     let config = Arc::new(config);
     let (opened, replication, ha_addr) = open_and_replicate(&config).await?;
     let broker = assemble(config, opened, Arc::new(replication), ha_addr);
+    crate::schedule::floors::register(&broker);
     let server = serve(&broker, listener);
     tracing::info!(
         broker = %broker.config.broker_name,

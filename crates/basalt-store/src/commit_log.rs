@@ -111,6 +111,8 @@ pub struct CommitLog {
     /// While the SYNC_FLUSH flusher gathers a group, appends wake it only
     /// once the put count reaches this (0: every append wakes it).
     flush_wake_at: AtomicU64,
+    /// What the cleanup must keep for the broker's schedulers.
+    retention: crate::retention::RetentionFloors,
 }
 
 impl std::fmt::Debug for CommitLog {
@@ -170,7 +172,7 @@ impl CommitLog {
             put_count: AtomicU64::new(0),
             flush_stats: Default::default(),
             flush_wake_at: AtomicU64::new(0),
-
+            retention: Default::default(),
             put_bytes: AtomicU64::new(0),
         }
     }
@@ -186,6 +188,10 @@ impl CommitLog {
     }
     pub fn disk(&self) -> &Arc<DiskSpaceMonitor> {
         &self.disk
+    }
+    /// The lowest offsets others still need (cleanup keeps them).
+    pub fn retention(&self) -> &crate::retention::RetentionFloors {
+        &self.retention
     }
     pub fn is_transient(&self) -> bool {
         self.transient

@@ -517,6 +517,9 @@ pub fn clean_once(
     let over_max = disk.over_max_used();
     let time_up = is_delete_hour(&cfg.delete_when);
     let mut deleted = 0;
+    // Records the broker's schedulers still need (pending timers, delay
+    // levels, transaction halves) are kept like undispatched ones.
+    let keep_from = commit_log.retention().keep_from(dispatched);
     if time_up || over_max || force {
         deleted = commit_log
             .files()
@@ -525,7 +528,7 @@ pub fn clean_once(
                 force,
                 cfg.delete_files_batch_max,
                 cfg.delete_commit_log_files_interval,
-                dispatched,
+                keep_from,
             )
             .inspect_err(|e| poison_on_failed_delete(commit_log, e))?;
         if deleted > 0 && over_max {
@@ -538,7 +541,10 @@ pub fn clean_once(
         }
     }
     if cfg.clean_file_forcibly_enable && !force {
-        deleted += delete_under_pressure(commit_log, dispatched, deleted)?;
+        deleted += delete_under_pressure(commit_log, keep_from, deleted)?;
+        if disk.is_full() && keep_from < dispatched && deleted == 0 {
+            deleted += delete_past_floors(commit_log, dispatched)?;
+        }
     }
     let min = commit_log.min_offset();
     for q in queues.all() {
@@ -563,10 +569,11 @@ fn poison_on_failed_delete(commit_log: &CommitLog, e: &crate::error::StoreError)
 /// Deletes the oldest CommitLog files, expired or not, one at a time while
 /// the disk stays above `diskSpaceCleanForciblyRatio`, up to the batch limit
 /// minus `already` deleted this round. Never the newest file, never one
-/// dispatch has not passed.
+/// holding records at or past `keep_from` (not dispatched yet, or still
+/// needed by a retention floor).
 fn delete_under_pressure(
     commit_log: &CommitLog,
-    dispatched: i64,
+    keep_from: i64,
     already: usize,
 ) -> crate::error::Result<usize> {
     let cfg = commit_log.config();
@@ -579,9 +586,10 @@ fn delete_under_pressure(
         let min = commit_log.min_offset();
         let gone = commit_log
             .files()
-            .delete_expired_by_time(Duration::ZERO, true, 1, Duration::ZERO, dispatched)
+            .delete_expired_by_time(Duration::ZERO, true, 1, Duration::ZERO, keep_from)
             .inspect_err(|e| poison_on_failed_delete(commit_log, e))?;
         if gone == 0 {
+            note_held(commit_log, keep_from);
             break;
         }
         n += gone;
@@ -595,6 +603,54 @@ fn delete_under_pressure(
         disk.sample();
     }
     Ok(n)
+}
+
+/// Logs, once per floor value, that forced cleanup stopped at a retention
+/// floor.
+fn note_held(commit_log: &CommitLog, keep_from: i64) {
+    static LAST: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
+    let Some((floor, holder)) = commit_log.retention().lowest() else {
+        return;
+    };
+    if floor == keep_from && LAST.swap(floor, Ordering::Relaxed) != floor {
+        tracing::warn!(
+            used_percent = commit_log.disk().used_percent(),
+            floor,
+            holder,
+            "disk space low: forced cleanup keeps the CommitLog from the oldest scheduled message still waiting"
+        );
+    }
+}
+
+/// The disk is full (sends refused, scheduled deliveries too) and nothing
+/// below the retention floors is left to delete: the oldest CommitLog file
+/// goes anyway, after every holder that still needs part of it has logged
+/// what it loses (docs/disk-space.md#messages-waiting-for-their-time).
+/// Never the newest file, never one dispatch has not passed.
+fn delete_past_floors(commit_log: &CommitLog, dispatched: i64) -> crate::error::Result<usize> {
+    let files = commit_log.files().files();
+    let [head, _, ..] = files.as_slice() else {
+        return Ok(0);
+    };
+    let from = head.start_offset();
+    let to = from + commit_log.files().file_size() as i64;
+    if to > dispatched {
+        return Ok(0);
+    }
+    let lost = commit_log.retention().drop_range(from, to);
+    let gone = commit_log
+        .files()
+        .delete_expired_by_time(Duration::ZERO, true, 1, Duration::ZERO, dispatched)
+        .inspect_err(|e| poison_on_failed_delete(commit_log, e))?;
+    tracing::error!(
+        used_percent = commit_log.disk().used_percent(),
+        from,
+        to,
+        lost,
+        "disk full and nothing else to delete: deleted a CommitLog file still holding scheduled messages"
+    );
+    commit_log.disk().sample();
+    Ok(gone)
 }
 
 /// Whether the local hour is one of `delete_when`'s (`"04"`, `"04;16"`).

@@ -200,6 +200,16 @@ fn storage(e: &mut Exposition, s: &BrokerSnapshot, store: &MessageStore) {
         e.sample(name, &[], v);
     }
     e.family(
+        "basalt_scheduled_messages_dropped_total",
+        Kind::Counter,
+        "Scheduled messages (timers, delay levels, transaction halves) deleted by forced cleanup on a full disk before their time.",
+    );
+    e.sample(
+        "basalt_scheduled_messages_dropped_total",
+        &[],
+        store.commit_log().retention().dropped() as f64,
+    );
+    e.family(
         "basalt_disk_used_ratio",
         Kind::Gauge,
         "Use of the store's disk, 0 to 1.",

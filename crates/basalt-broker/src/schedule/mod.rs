@@ -3,6 +3,7 @@
 //! timing wheel, for any delivery time up to `timerMaxDelaySec`).
 
 pub mod delay_levels;
+pub(crate) mod floors;
 pub mod timers;
 
 pub use delay_levels::{DelayDelivery, DelayOffsets};

@@ -46,7 +46,7 @@ const BOUND: Duration = Duration::from_secs(30);
 
 /// A loop-mounted ext4 image in a temporary directory; unmounted and removed
 /// when dropped.
-struct LoopFs {
+pub(crate) struct LoopFs {
     dir: tempfile::TempDir,
     img: PathBuf,
     mnt: PathBuf,
@@ -55,7 +55,7 @@ struct LoopFs {
 
 impl LoopFs {
     /// Makes and mounts an image of `mb` MiB, or says why it cannot.
-    fn create(mb: u64) -> Result<LoopFs, String> {
+    pub(crate) fn create(mb: u64) -> Result<LoopFs, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("not running as root: mounting a loop device needs root".into());
@@ -95,7 +95,7 @@ impl LoopFs {
 
     /// A path outside the image that leads to `name` on it: a broker's log
     /// goes beside its data directory and must not need room on the full disk.
-    fn link(&self, name: &str) -> PathBuf {
+    pub(crate) fn link(&self, name: &str) -> PathBuf {
         let target = self.path(name);
         std::fs::create_dir_all(&target).unwrap();
         let link = self.dir.path().join(name);
@@ -103,7 +103,7 @@ impl LoopFs {
         link
     }
 
-    fn statvfs(&self) -> libc::statvfs {
+    pub(crate) fn statvfs(&self) -> libc::statvfs {
         let c = std::ffi::CString::new(self.mnt.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: statvfs writes into the zeroed struct; the path is a C string.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -114,12 +114,12 @@ impl LoopFs {
     }
 
     /// Bytes an unprivileged writer could still allocate.
-    fn avail(&self) -> u64 {
+    pub(crate) fn avail(&self) -> u64 {
         let st = self.statvfs();
         st.f_bavail * st.f_frsize
     }
 
-    fn used_percent(&self) -> u64 {
+    pub(crate) fn used_percent(&self) -> u64 {
         let st = self.statvfs();
         let used = st.f_blocks - st.f_bfree;
         used * 100 / (used + st.f_bavail).max(1)
@@ -127,7 +127,7 @@ impl LoopFs {
 
     /// Writes a file of allocated blocks that leaves about `leave` bytes free
     /// (0: as close to nothing as allocation allows).
-    fn fill(&self, name: &str, leave: u64) -> PathBuf {
+    pub(crate) fn fill(&self, name: &str, leave: u64) -> PathBuf {
         let p = self.path(name);
         let f = File::create(&p).unwrap();
         let mut len = 0u64;
@@ -190,7 +190,7 @@ fn run(cmd: &str, args: &[&str], path: &Path) -> Result<(), String> {
 }
 
 /// The test's file system, or `None` (after saying why) when it cannot be made.
-fn loop_fs(mb: u64) -> Option<LoopFs> {
+pub(crate) fn loop_fs(mb: u64) -> Option<LoopFs> {
     match LoopFs::create(mb) {
         Ok(fs) => Some(fs),
         Err(why) => {
@@ -200,7 +200,7 @@ fn loop_fs(mb: u64) -> Option<LoopFs> {
     }
 }
 
-fn client_config(ns: &str) -> ClientConfig {
+pub(crate) fn client_config(ns: &str) -> ClientConfig {
     let mut c = ClientConfig::new(ns);
     c.poll_name_server_interval = Duration::from_millis(300);
     c.heartbeat_interval = Duration::from_millis(500);
@@ -216,11 +216,11 @@ fn body(id: u64) -> Vec<u8> {
 
 /// What a run of sends got.
 #[derive(Debug, Default)]
-struct Produced {
+pub(crate) struct Produced {
     /// (message id, queue id, queue offset) of every SEND_OK.
-    acked: Vec<(u64, i32, i64)>,
+    pub(crate) acked: Vec<(u64, i32, i64)>,
     /// Error answers: (code, remark).
-    refused: Vec<(i32, String)>,
+    pub(crate) refused: Vec<(i32, String)>,
     /// Answers that stored the message but not as asked (HA statuses).
     not_ok: Vec<SendStatus>,
 }
@@ -229,7 +229,7 @@ struct Produced {
 /// answers were refusals or non-OK statuses, or `max` were sent. A send that
 /// gets no answer at all (time-out, lost connection) fails the test: the
 /// broker must answer every send.
-async fn produce(
+pub(crate) async fn produce(
     p: &Producer,
     queues: &[TopicQueue],
     from: u64,
@@ -363,7 +363,7 @@ async fn assert_readable(ns: &str, acked: &[(u64, i32, i64)]) {
     }
 }
 
-async fn producer(ns: &str) -> (Producer, Vec<TopicQueue>) {
+pub(crate) async fn producer(ns: &str) -> (Producer, Vec<TopicQueue>) {
     let p = Producer::new("disk-full-producer", client_config(ns));
     p.start().await.unwrap();
     let deadline = Instant::now() + BOUND;
@@ -377,7 +377,7 @@ async fn producer(ns: &str) -> (Producer, Vec<TopicQueue>) {
     (p, queues)
 }
 
-async fn create_topic(ns: &str, broker: &str) {
+pub(crate) async fn create_topic(ns: &str, broker: &str) {
     let admin = Admin::new(client_config(ns));
     admin
         .create_topic(broker, &TopicConfig::new(TOPIC, 4))

@@ -27,6 +27,7 @@ mod compat_cpp_client;
 mod compat_rocketmq_client_rust;
 mod dashboard;
 mod disk_full;
+mod disk_timers;
 mod ha_failover;
 mod hostile_client;
 mod idle_connections;
