@@ -13,6 +13,15 @@ directory (a temporary one unless --data), then:
   2. stops the broker cleanly (SIGTERM) and starts it again;
   3. kills it (SIGKILL) and starts it again;
   4. after each start, pulls the message of a sample of topics back.
+  5. after the last start, times GET_ROUTEINFO_BY_TOPIC on the NameServer
+     (one connection, a sample of topics) and sums the REGISTER_BROKER body
+     bytes the broker logged for its full registration at that start (one
+     periodic registration's worth; several requests with
+     enableSplitRegistration).
+
+--set KEY=VALUE (repeatable) passes broker settings, e.g.
+`--set compressedRegister=true --set enableSplitRegistration=true`.
+In standalone mode NameServer and broker are one process: its RSS is both.
 
 For each start it prints the time from spawn to the ready line, the growth of
 the system's page cache (`Cached` in /proc/meminfo, which other processes on
@@ -27,6 +36,7 @@ Raises its own RLIMIT_NOFILE soft limit to the hard limit.
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -40,6 +50,8 @@ import time
 
 SEND_MESSAGE = 10
 PULL_MESSAGE = 11
+GET_ROUTEINFO_BY_TOPIC = 105
+REGISTER_BODY = "REGISTER_BROKER body"
 READY = "basalt standalone ready"
 
 
@@ -132,11 +144,18 @@ class Broker:
             cmd += ["--set", s]
         cache_before = cached_kib()
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log,
-                                     env=dict(os.environ, BASALT_LOG="info"))
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=dict(os.environ, BASALT_LOG="info,basalt_broker::registration=debug"))
+        self.register_bytes, self.register_requests = 0, 0
         for line in self.proc.stdout:
             self.log.write(line)
-            if READY in line.decode(errors="replace"):
+            text = line.decode(errors="replace")
+            if REGISTER_BODY in text:
+                m = re.search(r"bytes=(\d+)", text)
+                self.register_bytes += int(m.group(1)) if m else 0
+                self.register_requests += 1
+            if READY in text:
                 break
         else:
             raise RuntimeError("broker exited before it was ready")
@@ -144,6 +163,8 @@ class Broker:
         threading.Thread(target=self._drain, daemon=True).start()
         pid = self.proc.pid
         return {"start_s": elapsed,
+                "register_body_bytes": self.register_bytes,
+                "register_requests": self.register_requests,
                 "loadavg_1m": os.getloadavg()[0],
                 "cache_growth_mib": (cached_kib() - cache_before) / 1024,
                 "vmrss_mib": status_kib(pid, "VmRSS") / 1024,
@@ -202,6 +223,24 @@ def check_sample(broker, n, queues, samples=200):
                 time.sleep(0.05)
 
 
+def route_latency(broker, n, samples=500):
+    """Median and p99 of GET_ROUTEINFO_BY_TOPIC over a sample of topics, ms."""
+    step = max(1, n // samples)
+    took = []
+    with socket.create_connection(("127.0.0.1", broker.namesrv_port)) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(0, n, step):
+            t0 = time.monotonic()
+            h, body = call(s, GET_ROUTEINFO_BY_TOPIC, i, {"topic": topic(i)})
+            took.append((time.monotonic() - t0) * 1000)
+            if h["code"] != 0 or b"queueDatas" not in body:
+                raise RuntimeError(f"route of {topic(i)}: {h}")
+    took.sort()
+    return {"route_ms_p50": took[len(took) // 2],
+            "route_ms_p99": took[min(len(took) - 1, len(took) * 99 // 100)],
+            "route_samples": len(took)}
+
+
 def disk_kib(path):
     total = 0
     for root, _, files in os.walk(path):
@@ -218,6 +257,7 @@ def main():
     ap.add_argument("--conns", type=int, default=16)
     ap.add_argument("--data")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--set", action="append", default=[], dest="sets")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -225,7 +265,7 @@ def main():
     base = args.data or tempfile.mkdtemp(prefix="many-topics-")
     data = os.path.join(base, "data")
     sets = ["diskSpaceWarningLevelRatio=100", "diskSpaceCleanForciblyRatio=100",
-            f"maxTopicCount={max(100000, args.n + 100)}"]
+            f"maxTopicCount={max(100000, args.n + 100)}"] + args.sets
     b = Broker(os.path.abspath(args.binary), data, sets)
     out = {"topics": args.n, "queues": args.queues}
     try:
@@ -248,6 +288,8 @@ def main():
         b.stop(signal.SIGKILL)
         out["kill9_restart"] = b.start()
         check_sample(b, args.n, args.queues)
+        out["route"] = route_latency(b, args.n)
+        out["settings"] = args.sets
         b.stop(signal.SIGTERM)
     finally:
         if b.proc and b.proc.poll() is None:

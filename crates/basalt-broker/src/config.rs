@@ -77,6 +77,15 @@ pub struct BrokerConfig {
     /// when false, with a REGISTER_BROKER that carries only that topic
     /// (RocketMQ's `registerIncrementBrokerData`).
     pub enable_single_topic_register: bool,
+    /// `enableSplitRegistration` (RocketMQ's default false): a topic table
+    /// larger than `splitRegistrationSize` is registered in several
+    /// REGISTER_BROKER requests of that many topics each.
+    pub enable_split_registration: bool,
+    /// `splitRegistrationSize` (800): topics per split registration.
+    pub split_registration_size: usize,
+    /// `compressedRegister` (RocketMQ's default false): REGISTER_BROKER
+    /// bodies in the zlib-compressed form (docs/protocol.md#broker-registration).
+    pub compressed_register: bool,
     pub default_topic_queue_nums: i32,
     pub broker_permission: i32,
     pub max_message_size: usize,
@@ -218,6 +227,9 @@ impl Default for BrokerConfig {
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
             enable_single_topic_register: false,
+            enable_split_registration: false,
+            split_registration_size: 800,
+            compressed_register: false,
             default_topic_queue_nums: 8,
             broker_permission: 6,
             max_message_size: 4 * 1024 * 1024,
@@ -399,6 +411,11 @@ impl BrokerConfig {
                 self.auto_create_subscription_group = parse_bool(key, v)?
             }
             "enableSingleTopicRegister" => self.enable_single_topic_register = parse_bool(key, v)?,
+            "enableSplitRegistration" => self.enable_split_registration = parse_bool(key, v)?,
+            "splitRegistrationSize" => {
+                self.split_registration_size = parse_num::<usize>(key, v)?.max(1)
+            }
+            "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
             "defaultTopicQueueNums" => self.default_topic_queue_nums = parse_num(key, v)?,
             "brokerPermission" => self.broker_permission = parse_num(key, v)?,
             "maxMessageSize" => self.max_message_size = parse_num(key, v)?,

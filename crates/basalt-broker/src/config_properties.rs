@@ -145,6 +145,15 @@ impl BrokerConfig {
                 self.enable_single_topic_register.to_string(),
             ),
             (
+                "enableSplitRegistration",
+                self.enable_split_registration.to_string(),
+            ),
+            (
+                "splitRegistrationSize",
+                self.split_registration_size.to_string(),
+            ),
+            ("compressedRegister", self.compressed_register.to_string()),
+            (
                 "defaultTopicQueueNums",
                 self.default_topic_queue_nums.to_string(),
             ),

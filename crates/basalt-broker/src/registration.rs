@@ -103,12 +103,45 @@ impl Registrar {
     }
 
     /// Registers with every NameServer now (REGISTER_BROKER), with the
-    /// whole topic table.
+    /// whole topic table: in one request, or, with
+    /// `enableSplitRegistration` and more than `splitRegistrationSize`
+    /// topics, in requests of that many topics each (RocketMQ 5's
+    /// `registerBrokerAll`). Each part carries its own data version (the
+    /// table's, its counter plus the part's index, stamped now), so a
+    /// NameServer, which takes a table only when the version differs from
+    /// the last one it was sent, takes every part.
     pub async fn register(&self) {
         if self.namesrv_addrs().is_empty() {
             return;
         }
-        self.register_table(self.topics.snapshot().to_wire()).await;
+        let whole = self.topics.snapshot().to_wire();
+        let size = self.config.split_registration_size.max(1);
+        if !self.config.enable_split_registration || whole.topic_config_table.len() <= size {
+            self.register_table(whole).await;
+            return;
+        }
+        let now = basalt_common::time::now_millis();
+        let mut parts = Vec::new();
+        let mut part = std::collections::BTreeMap::new();
+        for (name, tc) in whole.topic_config_table {
+            part.insert(name, tc);
+            if part.len() == size {
+                parts.push(std::mem::take(&mut part));
+            }
+        }
+        if !part.is_empty() {
+            parts.push(part);
+        }
+        for (i, table) in parts.into_iter().enumerate() {
+            let mut version = whole.data_version.clone();
+            version.counter += i as i64;
+            version.timestamp = now + i as i64;
+            let wrapper = TopicConfigSerializeWrapper {
+                data_version: version,
+                topic_config_table: table,
+            };
+            self.register_table(wrapper).await;
+        }
     }
 
     /// RocketMQ's `registerIncrementBrokerData`: a REGISTER_BROKER whose
@@ -138,10 +171,11 @@ impl Registrar {
     async fn register_table(&self, mut topics: TopicConfigSerializeWrapper) -> bool {
         let addrs = self.namesrv_addrs();
         // The NameServer takes queue data only from a table whose version
-        // changed: a run-time settings update counts as a change (Java
-        // bumps the topic table's version when brokerPermission changes).
+        // changed: a run-time change of brokerPermission counts as one (as
+        // Java bumps the topic table's version for it, and for no other
+        // setting: a wipeWritePerm at the NameServer stays until then).
         // Both counters only grow, so their sum does too.
-        topics.data_version.counter += self.live.version() as i64;
+        topics.data_version.counter += self.live.permission_version() as i64;
         // A broker that is not both readable and writable registers every
         // topic with its own permission masked (Java `registerBrokerAll`).
         let broker_perm = self.live.broker_permission();
@@ -152,11 +186,30 @@ impl Registrar {
                 t.perm &= broker_perm;
             }
         }
+        let count = topics.topic_config_table.len();
         let body = RegisterBrokerBody {
             filter_server_list: Vec::new(),
             topic_config_serialize_wrapper: topics,
-        }
-        .to_json();
+        };
+        let version = RemotingCommand::request(request::REGISTER_BROKER).version;
+        let compressed = self.config.compressed_register;
+        let body = if compressed {
+            match body.encode_compressed(version) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot compress the registration; not sent");
+                    return false;
+                }
+            }
+        } else {
+            body.to_json()
+        };
+        tracing::debug!(
+            topics = count,
+            bytes = body.len(),
+            compressed,
+            "REGISTER_BROKER body"
+        );
         let crc = basalt_common::crc::masked_crc32(&body) as i32;
         let header = RegisterBrokerRequestHeader {
             broker_name: self.config.broker_name.clone(),
@@ -166,7 +219,7 @@ impl Registrar {
             broker_id: self.replication.registered_id(self.config.broker_id),
             heartbeat_timeout_millis: Some(120_000),
             enable_acting_master: Some(false),
-            compressed: Some(false),
+            compressed: Some(compressed),
             body_crc32: Some(crc),
         };
         let mut all = true;

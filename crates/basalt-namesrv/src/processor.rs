@@ -130,8 +130,12 @@ impl NamesrvProcessor {
         let wrapper = if req.body.is_empty() {
             None
         } else {
-            match RegisterBrokerBody::decode(&req.body, h.compressed.unwrap_or(false), req.version)
-            {
+            // RocketMQ 5's broker with compressedRegister=true deflates the
+            // body but always sends `compressed=false` (its
+            // BrokerOuterAPI.registerBrokerAll sets the header to false), so a
+            // body that opens with a zlib header is taken as compressed.
+            let compressed = h.compressed.unwrap_or(false) || looks_zlib(&req.body);
+            match RegisterBrokerBody::decode(&req.body, compressed, req.version) {
                 Ok(b) => Some(b),
                 Err(e) => {
                     tracing::warn!(broker = %h.broker_addr, error = %e, "bad register body");
@@ -325,4 +329,14 @@ fn error(req: &RemotingCommand, code: i32, remark: String) -> RemotingCommand {
 
 fn json<T: serde::Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// Whether `body` opens with a zlib stream header (RFC 1950: deflate, the
+/// check bits make the first two bytes a multiple of 31). A JSON body opens
+/// with `{`, which never passes.
+fn looks_zlib(body: &[u8]) -> bool {
+    match body {
+        [cmf, flg, ..] => cmf & 0x0f == 8 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0,
+        _ => false,
+    }
 }

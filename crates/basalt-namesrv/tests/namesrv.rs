@@ -321,3 +321,25 @@ async fn silent_brokers_expire_and_closed_connections_drop_routes() {
     ns.shutdown().await;
     ns2.shutdown().await;
 }
+
+/// RocketMQ 5's broker with `compressedRegister=true` deflates the body but
+/// sends `compressed=false` (seen from a 5.5.0 broker): the body is still
+/// read, as the zlib header says, and its topics are routed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_body_under_a_false_header_is_read() {
+    let (ns, addr) = start(Duration::from_secs(120), Duration::from_secs(5)).await;
+    let client = RemotingClient::default();
+    let b = body(&[("Z1", 2), ("Z2", 3)]);
+    let mut req = register_request("broker-z", "10.0.0.9:10911", 0, &b, true, 413);
+    req.ext_fields.insert("compressed", "false");
+    let r = client.invoke(&addr, req, T).await.unwrap();
+    assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+    for (t, q) in [("Z1", 2), ("Z2", 3)] {
+        let r = route(&client, &addr, t, 413).await;
+        assert_eq!(r.code, response::SUCCESS, "{t}: {:?}", r.remark);
+        let rd = TopicRouteData::decode(&r.body).unwrap();
+        println!("{t}: {:?}", rd.queue_datas);
+        assert_eq!(rd.queue_datas[0].write_queue_nums, q);
+    }
+    drop(ns);
+}

@@ -40,6 +40,7 @@ mod ledger_faults;
 mod ledger_ops;
 mod many_topics;
 mod metrics;
+mod registration_split;
 mod sql92_rocketmq_client_rust;
 mod store_repair;
 mod timers;
