@@ -167,7 +167,9 @@ fn go_client_cases_against_standalone() {
 /// A group consumes, the broker stops cleanly and starts again, and the
 /// group's next consumer gets exactly the messages sent since: the offsets
 /// the Go client committed (UPDATE_CONSUMER_OFFSET) survived the restart
-/// and QUERY_CONSUMER_OFFSET hands them back.
+/// and QUERY_CONSUMER_OFFSET hands them back. While that consumer waits,
+/// `basalt admin consumer-status` asks it for its running info
+/// (GET_CONSUMER_RUNNING_INFO, broker to client) and shows its queues.
 #[test]
 fn go_client_offsets_survive_broker_restart() {
     let Some((bin, tmp, home)) = setup() else {
@@ -177,25 +179,62 @@ fn go_client_offsets_survive_broker_restart() {
     let go = client(&bin, &home, &broker);
     let topic = "GoResume";
     create_topic(&go.namesrv, topic, 4);
-    let group = ["-group", "go-resume"];
+    let consume = |prefix: &str| {
+        let args = ["-group", GROUP, "-prefix", prefix, "-n", "20"];
+        go.run("consume", topic, &args)
+    };
     go.run("produce", topic, &["-prefix", "before", "-n", "20"])
         .expect_success("produce before the restart");
-    go.run(
-        "consume",
-        topic,
-        &[&group[..], &["-prefix", "before", "-n", "20"]].concat(),
-    )
-    .expect_success("consume before the restart");
+    consume("before").expect_success("consume before the restart");
     broker.stop();
     broker.restart();
-    go.run("produce", topic, &["-prefix", "after", "-n", "20"])
-        .expect_success("produce after the restart");
-    // Sees exactly after-0..19: a message from before the restart would be
-    // reported as not expected.
-    go.run(
-        "consume",
-        topic,
-        &[&group[..], &["-prefix", "after", "-n", "20"]].concat(),
-    )
-    .expect_success("consume after the restart");
+    // The consumer sees exactly after-0..19: a message from before the
+    // restart would be reported as not expected.
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| consume("after"));
+        let status = await_running_info(&go.namesrv, topic);
+        println!("consumer-status -g {GROUP}: {status}");
+        go.run("produce", topic, &["-prefix", "after", "-n", "20"])
+            .expect_success("produce after the restart");
+        waiting
+            .join()
+            .expect("consumer thread")
+            .expect_success("consume after the restart");
+    });
+}
+
+/// The group of the restart test.
+const GROUP: &str = "go-resume";
+
+/// Polls `basalt admin --json consumer-status` until the group's Go
+/// consumer reports its running info with the topic's 4 queues (the
+/// broker asks the client over its connection); panics after 30 s.
+fn await_running_info(namesrv: &str, topic: &str) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args(["admin", "--namesrv", namesrv, "--json", "consumer-status"])
+            .args(["-g", GROUP])
+            .output()
+            .expect("run basalt admin");
+        last = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) {
+            let queues = v["queues"]
+                .as_array()
+                .map_or(0, |q| q.iter().filter(|q| q["topic"] == topic).count());
+            let version = v["properties"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["key"] == "PROP_CLIENT_VERSION"));
+            if queues == 4 && version {
+                return v;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("the Go consumer of {GROUP} never reported its 4 queues; last answer:\n{last}");
 }
