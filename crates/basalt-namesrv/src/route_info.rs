@@ -142,6 +142,20 @@ impl RouteInfoManager {
                 for tc in wrapper.topic_config_table.values() {
                     self.create_or_update_queue_data(&reg.broker_name, tc);
                 }
+            } else {
+                // A RocketMQ 5.5 broker's split registration stamps every
+                // part with the same version, so only the first part of a
+                // round would count: a topic this broker name has no queue
+                // data for yet is taken from any part.
+                for tc in wrapper.topic_config_table.values() {
+                    let known = self
+                        .topic_queue_table
+                        .get(&tc.topic_name)
+                        .is_some_and(|q| q.get(&reg.broker_name).is_some());
+                    if !known {
+                        self.create_or_update_queue_data(&reg.broker_name, tc);
+                    }
+                }
             }
         }
 

@@ -343,3 +343,25 @@ async fn compressed_body_under_a_false_header_is_read() {
     }
     drop(ns);
 }
+
+/// A RocketMQ 5.5 broker's split registration stamps every part of a round
+/// with the same data version: the topics of a later part are still routed
+/// (a topic the broker name has no queue data for is always taken).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_parts_with_one_version_are_all_taken() {
+    let (ns, addr) = start(Duration::from_secs(120), Duration::from_secs(5)).await;
+    let client = RemotingClient::default();
+    for part in [&[("P1", 1), ("P2", 2)][..], &[("P3", 3)][..]] {
+        let req = register_request("broker-p", "10.0.0.7:10911", 0, &body(part), true, 413);
+        let r = client.invoke(&addr, req, T).await.unwrap();
+        assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
+    }
+    for (t, q) in [("P1", 1), ("P2", 2), ("P3", 3)] {
+        let r = route(&client, &addr, t, 413).await;
+        assert_eq!(r.code, response::SUCCESS, "{t}: {:?}", r.remark);
+        let rd = TopicRouteData::decode(&r.body).unwrap();
+        println!("{t}: {:?}", rd.queue_datas);
+        assert_eq!(rd.queue_datas[0].write_queue_nums, q);
+    }
+    drop(ns);
+}

@@ -55,7 +55,9 @@ fn master_registration_creates_routes() {
 fn unchanged_data_version_skips_topic_update() {
     let mut m = RouteInfoManager::default();
     m.register_broker(reg("a", "x:1", 0, Some(wrapper(1, &[("T", 4)]))), 0);
-    // Same version, different content: ignored (Java trusts the version).
+    // Same version, different content: a known topic is not updated (Java
+    // trusts the version); an unknown one is added (a RocketMQ 5.5 broker's
+    // split parts all carry one version, docs/protocol.md).
     m.register_broker(
         reg("a", "x:1", 0, Some(wrapper(1, &[("T", 8), ("U", 2)]))),
         10,
@@ -64,7 +66,10 @@ fn unchanged_data_version_skips_topic_update() {
         m.topic_route("T").unwrap().queue_datas[0].read_queue_nums,
         4
     );
-    assert!(m.topic_route("U").is_none());
+    assert_eq!(
+        m.topic_route("U").unwrap().queue_datas[0].read_queue_nums,
+        2
+    );
     // New version: applied.
     m.register_broker(
         reg("a", "x:1", 0, Some(wrapper(2, &[("T", 8), ("U", 2)]))),
