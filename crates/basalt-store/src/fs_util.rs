@@ -64,6 +64,15 @@ impl LockFile {
             }
             return Err(StoreError::io(path, err));
         }
+        // RocketMQ locks the same file with a POSIX record lock on its first
+        // byte (FileChannel.tryLock), which flock does not see: take that
+        // one too, so neither broker opens a store the other is running on.
+        lock_first_byte(&file).map_err(|err| match err.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EACCES) => StoreError::Locked {
+                path: path.to_path_buf(),
+            },
+            _ => StoreError::io(path, err),
+        })?;
         Ok(LockFile {
             _file: file,
             path: path.to_path_buf(),
@@ -73,6 +82,23 @@ impl LockFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// A non-blocking POSIX write lock on byte 0 of `file` (held until the file
+/// is closed).
+fn lock_first_byte(file: &File) -> std::io::Result<()> {
+    // SAFETY: an all-zero `flock` struct is valid; the fields are set below.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 0;
+    fl.l_len = 1;
+    // SAFETY: fcntl on a descriptor we own with a pointer to a live struct.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &fl) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Share of the filesystem holding `path` that is in use, in percent.

@@ -50,8 +50,18 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 public final class Loader {
     static final String[] TOPICS = {"MigA", "MigB", "MigRO", "MigDelay"};
 
-    public static void main(String[] args) throws Exception {
-        System.setProperty("rocketmq.client.logUseSlf4j", "false");
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            // The client's threads are not daemons: exit, or the JVM stays.
+            t.printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    static void run(String[] args) throws Exception {
         String cmd = args[0];
         switch (cmd) {
             case "setup": setup(args[1], args[2]); break;
@@ -66,7 +76,6 @@ public final class Loader {
             case "wait": waitFor(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4])); break;
             default: throw new IllegalArgumentException("unknown command " + cmd);
         }
-        System.exit(0);
     }
 
     static DefaultMQAdminExt admin(String namesrv) throws Exception {
@@ -194,10 +203,25 @@ public final class Loader {
         return c;
     }
 
+    /**
+     * The topic's queues. A broker that just started may not have
+     * registered with its NameServer yet: the route is asked for again for
+     * up to 60 s.
+     */
     static List<MessageQueue> queues(DefaultMQPullConsumer c, String topic) throws Exception {
-        List<MessageQueue> qs = new ArrayList<>(c.fetchSubscribeMessageQueues(topic));
-        qs.sort(null);
-        return qs;
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (true) {
+            try {
+                List<MessageQueue> qs = new ArrayList<>(c.fetchSubscribeMessageQueues(topic));
+                qs.sort(null);
+                return qs;
+            } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(500);
+            }
+        }
     }
 
     /** Every message of the queue from its min offset, in order. */
