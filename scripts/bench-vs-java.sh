@@ -30,6 +30,9 @@
 # stime from /proc/PID/stat over the point; Java's NameServer is not
 # counted, Basalt's is inside its process) and its RSS after the point.
 # At the end, per flush mode, broker and point, the median over the rounds.
+# CPU per message includes what the broker does while idle (timers,
+# housekeeping threads), which dominates at low rates (p1x1); round 1 also
+# pays the JVM's JIT warm-up, hence ROUNDS ≥ 3 and the median.
 #
 # BASALT_BIN: the basalt binary (default target/release/basalt, built if
 # missing); the same binary is the client for both brokers. The Java broker
@@ -150,6 +153,16 @@ EOF
   tail -n 1 "$results"
 }
 
+# create_topic NAMESRV TOPIC: 8 queues; retried for up to 60 s, since the
+# Java broker registers with its NameServer a little after "boot success".
+create_topic() {
+  for _ in $(seq 1 120); do
+    "$bin" admin --namesrv "$1" topic create -t "$2" --queues 8 >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  "$bin" admin --namesrv "$1" topic create -t "$2" --queues 8
+}
+
 points=(p1x1 p1x64 p4x64 b16 consume)
 printf 'flush\tround\tbroker\tpoint\tmsg/s\tp50us\tp99us\tp999us\tcpu_us/msg\trssMiB\terrors\n'
 for flush in $FLUSH_MODES; do
@@ -172,8 +185,8 @@ for flush in $FLUSH_MODES; do
 
   for round in $(seq 1 "$ROUNDS"); do
     for name in p1x1 p1x64 p4x64 b16; do
-      "$bin" admin --namesrv "127.0.0.1:$b_ns" topic create -t "Bench_${name}_r${round}" --queues 8 >/dev/null
-      "$bin" admin --namesrv "127.0.0.1:$j_ns" topic create -t "Bench_${name}_r${round}" --queues 8 >/dev/null
+      create_topic "127.0.0.1:$b_ns" "Bench_${name}_r${round}"
+      create_topic "127.0.0.1:$j_ns" "Bench_${name}_r${round}"
     done
     order=(basalt java)
     [ $((round % 2)) = 0 ] && order=(java basalt)
