@@ -63,6 +63,8 @@ pub struct LiveBrokerConfig {
     notify_consumer_ids_changed_enable: AtomicBool,
     /// Accepted updates so far (GET_BROKER_CONFIG's data version counter).
     version: AtomicU64,
+    /// Accepted updates that changed `brokerPermission`.
+    permission_version: AtomicU64,
     update_lock: Mutex<()>,
 }
 
@@ -89,6 +91,7 @@ impl LiveBrokerConfig {
                 config.notify_consumer_ids_changed_enable,
             ),
             version: AtomicU64::new(0),
+            permission_version: AtomicU64::new(0),
             update_lock: Mutex::new(()),
         }
     }
@@ -127,6 +130,11 @@ impl LiveBrokerConfig {
     /// How many updates were accepted since start.
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Relaxed)
+    }
+    /// How many accepted updates changed `brokerPermission` (Java bumps
+    /// the topic table's data version for those alone).
+    pub fn permission_version(&self) -> u64 {
+        self.permission_version.load(Ordering::Relaxed)
     }
 
     /// `base` with the live values in place of the start-up ones: what the
@@ -178,6 +186,9 @@ impl LiveBrokerConfig {
             .collect();
         self.store(&next);
         self.version.fetch_add(1, Ordering::Relaxed);
+        if changed.iter().any(|k| k == "brokerPermission") {
+            self.permission_version.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(changed)
     }
 
@@ -273,9 +284,14 @@ mod tests {
         assert_eq!(live.max_message_size(), 1024);
         assert_eq!(live.broker_permission(), 4);
         assert_eq!(live.version(), 1);
+        assert_eq!(live.permission_version(), 1);
         let now = live.current(&base);
         assert_eq!(now.max_message_size, 1024);
         assert_eq!(now.broker_name, base.broker_name);
+        // Another key alone leaves the permission version (and so the topic
+        // table's registered version) as it was.
+        live.update(&base, &pairs("maxMessageSize=2048")).unwrap();
+        assert_eq!((live.version(), live.permission_version()), (2, 1));
     }
 
     #[test]

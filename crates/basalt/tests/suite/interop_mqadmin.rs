@@ -69,9 +69,9 @@ fn sent(out: &str) -> Vec<(String, i32, i64)> {
         .collect()
 }
 
-/// Waits (bounded) until `basalt admin ARGS` succeeds: a client's first
-/// heartbeat reaches the broker within its 30 s heartbeat interval.
-fn until_admin_ok(namesrv: &str, args: &[&str]) {
+/// Waits (bounded) until `basalt admin ARGS` succeeds (`want`) or fails:
+/// until the broker sees a client come or go.
+fn until_admin(namesrv: &str, args: &[&str], want: bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
@@ -79,12 +79,12 @@ fn until_admin_ok(namesrv: &str, args: &[&str]) {
             .args(args)
             .output()
             .expect("run basalt admin");
-        if out.status.success() {
+        if out.status.success() == want {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "basalt admin {args:?} never succeeded: {}",
+            "basalt admin {args:?} never came to success={want}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         std::thread::sleep(Duration::from_millis(500));
@@ -500,7 +500,7 @@ fn groups_offsets_connections_and_lookups() {
     // A live consumer: its connection and subscription.
     {
         let _consumer = LiveConsumer::start(&ns, topic, "billing");
-        until_admin_ok(&ns, &["consumer", "-g", "billing"]);
+        until_admin(&ns, &["consumer", "-g", "billing"], true);
         let out = mq.ok(&["consumerConnection", "-g", "billing"]);
         let conns = rows(&out, "#ClientId");
         assert_eq!(conns.len(), 1, "{conns:?}");
@@ -521,6 +521,9 @@ fn groups_offsets_connections_and_lookups() {
     let producers: Vec<&str> = out.lines().filter(|l| l.contains("127.0.0.1:")).collect();
     assert_eq!(producers.len(), 1, "one producer connection:\n{out}");
 
+    // The consumer is gone (killed above): once the broker has seen its
+    // connection close, nothing recreates the group after its deletion.
+    until_admin(&ns, &["consumer", "-g", "billing"], false);
     let out = mq.ok(&["deleteSubGroup", "-g", "billing", "-c", "DefaultCluster"]);
     assert!(
         out.contains("delete subscription group [billing] from broker"),
