@@ -72,20 +72,47 @@ impl Subscription {
 }
 use parking_lot::RwLock;
 
-/// Takes a heartbeat's subscriptions into a group's table: the newest
-/// version of each topic's subscription wins, and a subscription the
-/// heartbeat repeats keeps its compiled filter (filters are compiled once
-/// per version, not per heartbeat).
-fn merge_subscriptions(
+/// Rebuilds a group's subscription table from what its live members hold
+/// (`held`: each member's latest heartbeat set). A topic no live member
+/// holds is removed; for a topic held by several, the highest version
+/// wins, and on a tie the entry already in the table stays (Java replaces a
+/// topic's subscription only with a strictly newer `subVersion`). An entry
+/// whose subscription is unchanged keeps its compiled filter (filters are
+/// compiled once per version, not per heartbeat). Returns true when the
+/// set of topics changed (Java's `updateSubscription` result).
+fn rebuild_subscriptions(
     group: &str,
     table: &mut HashMap<String, Subscription>,
-    subscriptions: Vec<SubscriptionData>,
-) {
-    for s in subscriptions {
-        match table.get(&s.topic) {
-            Some(old) if old.version > s.sub_version || old.same_as(&s) => {}
+    held: &HashMap<u64, Vec<SubscriptionData>>,
+) -> bool {
+    let mut newest: HashMap<&str, &SubscriptionData> = HashMap::new();
+    for s in held.values().flatten() {
+        match newest.get(s.topic.as_str()) {
+            Some(best) if best.sub_version > s.sub_version => {}
+            Some(best)
+                if best.sub_version == s.sub_version
+                    && table.get(&s.topic).is_some_and(|t| t.same_as(best)) => {}
             _ => {
-                let s = Subscription::from_wire(s);
+                newest.insert(&s.topic, s);
+            }
+        }
+    }
+    let before = table.len();
+    table.retain(|topic, old| {
+        let keep = newest.contains_key(topic.as_str());
+        if !keep {
+            tracing::info!(group, topic = %topic, expression = %old.expression,
+                "subscription removed: no live member of the group holds it");
+        }
+        keep
+    });
+    let mut added = false;
+    for (topic, s) in newest {
+        match table.get(topic) {
+            Some(old) if old.same_as(s) => {}
+            old => {
+                added |= old.is_none();
+                let s = Subscription::from_wire(s.clone());
                 if let Err(e) = &s.filter {
                     tracing::warn!(group, topic = %s.topic, expression = %s.expression, error = %e,
                         "subscription expression does not compile; its pulls will be refused");
@@ -94,6 +121,7 @@ fn merge_subscriptions(
             }
         }
     }
+    added || table.len() != before
 }
 
 /// One connected client of a group.
@@ -109,7 +137,11 @@ pub struct ClientChannel {
 pub struct ConsumerGroup {
     /// By channel id.
     pub members: HashMap<u64, ClientChannel>,
+    /// The group's subscriptions: every topic some live member holds
+    /// (see `rebuild_subscriptions`).
     pub subscriptions: HashMap<String, Subscription>,
+    /// By channel id: the subscriptions of each member's latest heartbeat.
+    pub held: HashMap<u64, Vec<SubscriptionData>>,
     pub consume_type: ConsumeType,
     pub message_model: MessageModel,
     pub consume_from_where: ConsumeFromWhere,
@@ -137,8 +169,10 @@ impl ClientManager {
         Self::default()
     }
 
-    /// Registers (or refreshes) a consumer. Returns true when the group's set
-    /// of members changed (its consumers must rebalance).
+    /// Registers (or refreshes) a consumer; its heartbeat's subscriptions
+    /// replace what it held before. Returns true when the group's set of
+    /// members or of subscribed topics changed (its consumers must
+    /// rebalance; Java's `registerConsumer` notifies on both).
     pub fn register_consumer(
         &self,
         group: &str,
@@ -154,6 +188,7 @@ impl ClientManager {
             .or_insert_with(|| ConsumerGroup {
                 members: HashMap::new(),
                 subscriptions: HashMap::new(),
+                held: HashMap::new(),
                 consume_type: consume_type.clone(),
                 message_model: message_model.clone(),
                 consume_from_where: consume_from_where.clone(),
@@ -162,9 +197,11 @@ impl ClientManager {
         g.message_model = message_model;
         g.consume_from_where = consume_from_where;
         let before = g.client_ids();
-        g.members.insert(client.channel.id(), client);
-        merge_subscriptions(group, &mut g.subscriptions, subscriptions);
-        before != g.client_ids()
+        let id = client.channel.id();
+        g.members.insert(id, client);
+        g.held.insert(id, subscriptions);
+        let topics_changed = rebuild_subscriptions(group, &mut g.subscriptions, &g.held);
+        before != g.client_ids() || topics_changed
     }
 
     /// Removes a client from a consumer group. Returns true if that changed it.
@@ -178,6 +215,9 @@ impl ClientManager {
         let changed = before != g.client_ids();
         if g.members.is_empty() {
             all.remove(group);
+        } else if g.held.remove(&channel_id).is_some() {
+            // What only the departed member held goes with it.
+            rebuild_subscriptions(group, &mut g.subscriptions, &g.held);
         }
         changed
     }
@@ -365,27 +405,105 @@ mod tests {
         Arc::clone(table[topic].filter.as_ref().expect("compiles"))
     }
 
+    /// Member `id`'s heartbeat `subs` into `held`, then the rebuild.
+    fn beat(
+        table: &mut HashMap<String, Subscription>,
+        held: &mut HashMap<u64, Vec<SubscriptionData>>,
+        id: u64,
+        subs: Vec<SubscriptionData>,
+    ) -> bool {
+        held.insert(id, subs);
+        rebuild_subscriptions("G", table, held)
+    }
+
+    fn topics(table: &HashMap<String, Subscription>) -> Vec<String> {
+        let mut t: Vec<String> = table.keys().cloned().collect();
+        t.sort();
+        t
+    }
+
     #[test]
     fn filters_are_compiled_once_per_version() {
-        let mut table = HashMap::new();
-        merge_subscriptions("G", &mut table, vec![wire("T", "a > 1", 10)]);
+        let (mut table, mut held) = (HashMap::new(), HashMap::new());
+        assert!(beat(&mut table, &mut held, 1, vec![wire("T", "a > 1", 10)]));
         let first = compiled(&table, "T");
         // The same subscription again (every heartbeat): kept as compiled.
-        merge_subscriptions("G", &mut table, vec![wire("T", "a > 1", 10)]);
+        assert!(!beat(
+            &mut table,
+            &mut held,
+            1,
+            vec![wire("T", "a > 1", 10)]
+        ));
         assert!(Arc::ptr_eq(&first, &compiled(&table, "T")));
-        // An older version does not replace a newer one.
-        merge_subscriptions("G", &mut table, vec![wire("T", "a > 2", 9)]);
+        // Another member's older version does not replace a newer one.
+        assert!(!beat(&mut table, &mut held, 2, vec![wire("T", "a > 2", 9)]));
         assert_eq!(table["T"].expression, "a > 1");
+        // Nor does a different subscription of the same version.
+        assert!(!beat(
+            &mut table,
+            &mut held,
+            2,
+            vec![wire("T", "a > 9", 10)]
+        ));
+        assert!(Arc::ptr_eq(&first, &compiled(&table, "T")));
         // A new version is compiled anew.
-        merge_subscriptions("G", &mut table, vec![wire("T", "a > 3", 11)]);
+        assert!(!beat(
+            &mut table,
+            &mut held,
+            1,
+            vec![wire("T", "a > 3", 11)]
+        ));
         assert!(!Arc::ptr_eq(&first, &compiled(&table, "T")));
         assert_eq!(table["T"].expression, "a > 3");
     }
 
     #[test]
+    fn a_topic_no_live_member_holds_is_removed() {
+        let (mut table, mut held) = (HashMap::new(), HashMap::new());
+        let both = vec![wire("A", "a = 1", 10), wire("B", "b = 1", 10)];
+        assert!(beat(&mut table, &mut held, 1, both));
+        assert_eq!(topics(&table), ["A", "B"]);
+        // The consumer resubscribes: drops B, changes A's expression.
+        assert!(beat(&mut table, &mut held, 1, vec![wire("A", "a = 2", 20)]));
+        assert_eq!(topics(&table), ["A"]);
+        assert_eq!(table["A"].expression, "a = 2");
+        assert_eq!(table["A"].version, 20);
+        // An empty heartbeat (a producer-only client of the group) empties it.
+        assert!(beat(&mut table, &mut held, 1, vec![]));
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn members_keep_what_any_of_them_holds() {
+        let (mut table, mut held) = (HashMap::new(), HashMap::new());
+        beat(&mut table, &mut held, 1, vec![wire("A", "a = 1", 10)]);
+        // A second member on A (newer) and B.
+        let second = vec![wire("A", "a = 2", 20), wire("B", "b = 1", 20)];
+        assert!(beat(&mut table, &mut held, 2, second));
+        assert_eq!(topics(&table), ["A", "B"]);
+        assert_eq!(table["A"].expression, "a = 2");
+        // Member 1's heartbeats keep B (member 2 holds it) and its older A
+        // does not replace the newer one.
+        assert!(!beat(
+            &mut table,
+            &mut held,
+            1,
+            vec![wire("A", "a = 1", 10)]
+        ));
+        assert_eq!(topics(&table), ["A", "B"]);
+        assert_eq!(table["A"].expression, "a = 2");
+        // Member 2 goes: B goes with it, and A is what member 1 holds.
+        held.remove(&2);
+        assert!(rebuild_subscriptions("G", &mut table, &held));
+        assert_eq!(topics(&table), ["A"]);
+        assert_eq!(table["A"].expression, "a = 1");
+        assert_eq!(table["A"].version, 10);
+    }
+
+    #[test]
     fn an_expression_that_does_not_compile_is_kept_with_its_error() {
-        let mut table = HashMap::new();
-        merge_subscriptions("G", &mut table, vec![wire("T", "a >", 1)]);
+        let (mut table, mut held) = (HashMap::new(), HashMap::new());
+        beat(&mut table, &mut held, 1, vec![wire("T", "a >", 1)]);
         let e = table["T"].filter.as_ref().expect_err("refused");
         assert!(e.to_string().contains("line 1, column 4"), "{e}");
         assert_eq!(table["T"].to_wire().sub_string, "a >");

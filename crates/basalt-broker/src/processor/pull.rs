@@ -171,7 +171,7 @@ fn parse_failed(expression: &str, e: &FilterError) -> RemotingCommand {
 /// Handles a pull: answers at once when there is something to say, or holds
 /// the request until a message arrives or the suspend time passes.
 pub async fn pull(p: &PullPath, req: &RemotingCommand) -> RemotingCommand {
-    let plan = match plan_pull(p, req) {
+    let mut plan = match plan_pull(p, req) {
         Ok(plan) => plan,
         Err(resp) => return resp,
     };
@@ -192,6 +192,7 @@ pub async fn pull(p: &PullPath, req: &RemotingCommand) -> RemotingCommand {
     };
     let deadline = Instant::now() + hold;
     let notify = p.waiters.notify_for(&h.topic, h.queue_id);
+    let queue_offset = h.queue_offset;
     loop {
         let notified = notify.notified();
         tokio::pin!(notified);
@@ -199,14 +200,21 @@ pub async fn pull(p: &PullPath, req: &RemotingCommand) -> RemotingCommand {
         let result = get(p, &plan);
         let waiting_helps = result.status == GetMessageStatus::OffsetOverflowOne
             || result.status == GetMessageStatus::OffsetFoundNull
-            || (result.status == GetMessageStatus::NoMessageInQueue && h.queue_offset == 0)
-            || (result.status == GetMessageStatus::NoMatchedLogicQueue && h.queue_offset == 0);
+            || (result.status == GetMessageStatus::NoMessageInQueue && queue_offset == 0)
+            || (result.status == GetMessageStatus::NoMatchedLogicQueue && queue_offset == 0);
         let now = Instant::now();
         if suspend && waiting_helps && now < deadline && !p.shutting_down.load(Ordering::Acquire) {
             tokio::select! {
                 _ = &mut notified => {}
                 _ = tokio::time::sleep(deadline - now) => {}
             }
+            // A held pull is planned again when it wakes, as Java runs the
+            // request again: the group's subscription (its filter) may have
+            // changed while it was held.
+            plan = match plan_pull(p, req) {
+                Ok(plan) => plan,
+                Err(resp) => return resp,
+            };
             if Instant::now() < deadline {
                 continue;
             }

@@ -41,6 +41,7 @@ mod ledger_ops;
 mod many_topics;
 mod metrics;
 mod registration_split;
+mod resubscribe;
 mod sql92_rocketmq_client_rust;
 mod store_repair;
 mod timers;
