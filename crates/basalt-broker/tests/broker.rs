@@ -264,7 +264,11 @@ async fn stored_messages_carry_region_and_trace_switch() {
             Some(&b"true"[..]),
             "{props:?}"
         );
-        assert_eq!((count("MSG_REGION"), count("TRACE_ON")), (1, 1), "{props:?}");
+        assert_eq!(
+            (count("MSG_REGION"), count("TRACE_ON")),
+            (1, 1),
+            "{props:?}"
+        );
     }
     c.stop().await;
 }
