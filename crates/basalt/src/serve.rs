@@ -18,26 +18,37 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
-/// Waits for Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// The signals that stop a server: Ctrl-C, and SIGTERM on Unix. Made
+/// before the server says it is ready, so a SIGTERM that follows the ready
+/// line at once is a clean shutdown, not the default action's kill (a test
+/// that stopped a broker right after it started saw signal 15).
+struct ShutdownSignal {
     #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignal {
+    /// Installs the SIGTERM handler now; must run inside the runtime.
+    fn install() -> ShutdownSignal {
+        ShutdownSignal {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
         }
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+
+    /// Waits for Ctrl-C or SIGTERM.
+    async fn wait(self) {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        if let Some(mut term) = self.term {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+        let _ = ctrl_c.await;
+    }
 }
 
 pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
@@ -62,6 +73,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
+        let stop = ShutdownSignal::install();
         // The NameServer shares the broker's cap and this process's descriptors.
         fd_limit::warn_if_caps_exceed(2 * cfg.server_max_connections, fds);
         let ns = NameServer::start(NamesrvConfig {
@@ -97,7 +109,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         println!("  store    {}", b.config().store_path_root_dir.display());
         println!("  flush    {}", b.config().flush_disk_type);
         crate::serve_observe::print_http(&broker, "  ");
-        shutdown_signal().await;
+        stop.wait().await;
         println!("shutting down");
         broker.shutdown().await;
         ns.shutdown().await;
@@ -119,6 +131,7 @@ pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
+        let stop = ShutdownSignal::install();
         fd_limit::warn_if_caps_exceed(a.max_connections, fds);
         let ns = NameServer::start(NamesrvConfig {
             listen: SocketAddr::new(a.listen, a.port),
@@ -130,7 +143,7 @@ pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
         .await
         .map_err(|e| format!("NameServer: {e}"))?;
         println!("basalt namesrv listening on {}", ns.local_addr());
-        shutdown_signal().await;
+        stop.wait().await;
         ns.shutdown().await;
         Ok::<(), String>(())
     })?;
@@ -148,6 +161,7 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
+        let stop = ShutdownSignal::install();
         fd_limit::warn_if_caps_exceed(cfg.server_max_connections, fds);
         let broker = basalt_broker::start(cfg)
             .await
@@ -162,7 +176,7 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
             b.config().store_path_root_dir.display()
         );
         crate::serve_observe::print_http(&broker, "");
-        shutdown_signal().await;
+        stop.wait().await;
         broker.shutdown().await;
         Ok::<(), String>(())
     })?;
