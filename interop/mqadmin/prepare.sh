@@ -12,7 +12,8 @@ mkdir -p "$out"
 stamp=$(sha256sum "$here/pom.xml" "$here/prepare.sh" | sha256sum | cut -d' ' -f1)
 if [ -f "$out/READY" ] && [ "$(cat "$out/READY")" = "$stamp" ] && [ -s "$out/mqadmin.classpath" ]; then
   missing=0
-  IFS=: read -ra jars < "$out/mqadmin.classpath"
+  # The classpath file has no final newline, so read reports EOF (status 1).
+  IFS=: read -ra jars < "$out/mqadmin.classpath" || true
   for j in "${jars[@]}"; do [ -e "$j" ] || missing=1; done
   [ "$missing" = 0 ] && exit 0
 fi
