@@ -364,7 +364,7 @@ async fn persist_offsets(b: Arc<Broker>) {
 }
 
 /// Every second: samples the counters for the runtime-info rates; every
-/// 10 s the per-group pull counts (consumeTps).
+/// 10 s the stats items (VIEW_BROKER_STATS_DATA, consumeTps).
 async fn sample_rates(b: Arc<Broker>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     for n in 0u64.. {
@@ -372,7 +372,15 @@ async fn sample_rates(b: Arc<Broker>) {
         let now = basalt_common::time::now_millis();
         b.rates.record(&b.stats, now);
         if n % 10 == 0 {
-            b.stats.group_gets.sample(now);
+            let totals = (
+                b.stats
+                    .put_messages
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                b.stats
+                    .get_messages
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            );
+            b.stats.items.sample(n / 10, now, totals);
         }
     }
 }

@@ -66,6 +66,7 @@ pub mod request {
     pub const CLEAN_EXPIRED_CONSUMEQUEUE: i32 = 306;
     pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
     pub const CLONE_GROUP_OFFSET: i32 = 314;
+    pub const VIEW_BROKER_STATS_DATA: i32 = 315;
     pub const CONSUME_MESSAGE_DIRECTLY: i32 = 309;
     pub const SEND_MESSAGE_V2: i32 = 310;
     pub const SEND_BATCH_MESSAGE: i32 = 320;

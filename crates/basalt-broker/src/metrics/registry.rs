@@ -1,7 +1,7 @@
 //! The counters the request paths feed: per-topic messages and bytes in with
 //! a message-size histogram, RPC latency by request and response code, and
 //! how far each group has pulled each queue (for in-flight messages). The
-//! per-group pull counts live in [`crate::group_stats`], which GET_CONSUME_STATS
+//! per-group pull counts live in [`crate::stats_items`], which GET_CONSUME_STATS
 //! shares.
 
 use std::collections::HashMap;

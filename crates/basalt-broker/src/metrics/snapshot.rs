@@ -156,7 +156,7 @@ pub async fn take(broker: &Arc<Broker>) -> Option<BrokerSnapshot> {
 /// Takes a snapshot on this thread (it may read files).
 pub fn collect(b: &Broker) -> BrokerSnapshot {
     let now = basalt_common::time::now_millis();
-    let outs = b.stats.group_gets.totals();
+    let outs = b.stats.items.group_get_totals();
     let topics = topics(b, &outs);
     let groups = groups(b, &outs, now);
     let mut producers = BTreeMap::new();

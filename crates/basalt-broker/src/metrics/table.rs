@@ -149,6 +149,29 @@ impl<K: Eq + Hash + Clone, V> LabelTable<K, V> {
         out
     }
 
+    /// Runs `f` on every entry under each shard's read lock, cloning
+    /// nothing; a label of a sharded table comes once per shard.
+    pub fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+        for s in self.shards.iter() {
+            for (k, v) in s.map.read().iter() {
+                f(k, v);
+            }
+        }
+    }
+
+    /// Runs `f` on `key`'s entry in every shard that holds it.
+    pub fn for_key<Q>(&self, key: &Q, mut f: impl FnMut(&V))
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        for s in self.shards.iter() {
+            if let Some(v) = s.map.read().get(key) {
+                f(v);
+            }
+        }
+    }
+
     /// Drops the entries `keep` refuses (a deleted topic's counters).
     pub fn retain(&self, mut keep: impl FnMut(&K) -> bool) {
         for s in self.shards.iter() {

@@ -94,6 +94,7 @@ pub fn delete_topic(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
         );
     }
     a.topics.delete(&h.topic);
+    a.stats.items.forget_topic(&h.topic);
     a.offsets.remove_topic(&h.topic);
     a.waiters.remove_topic(&h.topic);
     if let Err(e) = a.store.delete_topics(std::slice::from_ref(&h.topic)) {
@@ -322,8 +323,8 @@ pub fn consume_stats(a: &AdminPath, req: &RemotingCommand) -> RemotingCommand {
     let topic = h.topic.as_deref().filter(|t| !t.is_empty());
     let consume_tps = a
         .stats
-        .group_gets
-        .tps(&h.consumer_group, topic, now_millis());
+        .items
+        .group_get_tps(&h.consumer_group, topic, now_millis());
     ok().with_body(
         ConsumeStats {
             consume_tps,
@@ -467,5 +468,6 @@ pub fn delete_subscription_group(a: &AdminPath, req: &RemotingCommand) -> Remoti
         return resp;
     }
     a.groups.delete(group);
+    a.stats.items.forget_group(group);
     ok()
 }

@@ -20,6 +20,7 @@ mod queue_admin;
 mod reply;
 mod send;
 mod send_properties;
+mod stats_admin;
 mod transaction;
 
 use std::sync::Arc;
@@ -178,6 +179,7 @@ impl BrokerProcessor {
                 connections_admin::producer_connections(a, &req)
             }
             request::CLONE_GROUP_OFFSET => queue_admin::clone_group_offset(a, &req),
+            request::VIEW_BROKER_STATS_DATA => stats_admin::view_broker_stats_data(a, &req),
             request::QUERY_CONSUME_QUEUE => queue_admin::query_consume_queue(a, &req),
             request::QUERY_TOPIC_CONSUME_BY_WHO => queue_admin::topic_consume_by_who(a, &req),
             request::GET_CONSUMER_RUNNING_INFO => {

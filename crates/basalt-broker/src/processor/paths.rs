@@ -37,8 +37,9 @@ pub struct BrokerStats {
     pub put_failures: AtomicU64,
     /// Pulls answered without messages (Java `getMessageTimesTotalMiss`).
     pub get_misses: AtomicU64,
-    /// Messages pulled by each consumer group from each topic.
-    pub group_gets: crate::group_stats::GroupGetStats,
+    /// Java's sampled stats items: per topic, per topic and group, per
+    /// broker (VIEW_BROKER_STATS_DATA, `consumeTps`).
+    pub items: crate::stats_items::StatsItems,
     /// What the Prometheus exporter and the dashboard read.
     pub metrics: crate::metrics::BrokerMetrics,
 }

@@ -197,6 +197,7 @@ pub async fn pull(p: &PullPath, req: &RemotingCommand) -> RemotingCommand {
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        let started = Instant::now();
         let result = get(p, &plan);
         let waiting_helps = result.status == GetMessageStatus::OffsetOverflowOne
             || result.status == GetMessageStatus::OffsetFoundNull
@@ -219,10 +220,11 @@ pub async fn pull(p: &PullPath, req: &RemotingCommand) -> RemotingCommand {
                 continue;
             }
             // Time is up: one last look, then answer whatever it says.
+            let started = Instant::now();
             let result = get(p, &plan);
-            return respond(p, &plan, result);
+            return respond(p, &plan, result, started);
         }
-        return respond(p, &plan, result);
+        return respond(p, &plan, result, started);
     }
 }
 
@@ -246,7 +248,14 @@ fn get(p: &PullPath, plan: &PullPlan) -> GetMessageResult {
     )
 }
 
-fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingCommand {
+/// Answers a pull with what `get` found; `started` is when that read
+/// began (the pull latency Java's GROUP_GET_LATENCY counts).
+fn respond(
+    p: &PullPath,
+    plan: &PullPlan,
+    r: GetMessageResult,
+    started: Instant,
+) -> RemotingCommand {
     let h = &plan.h;
     let mut code = match r.status {
         GetMessageStatus::Found => response::SUCCESS,
@@ -303,11 +312,12 @@ fn respond(p: &PullPath, plan: &PullPlan, r: GetMessageResult) -> RemotingComman
         p.stats
             .get_messages
             .fetch_add(r.messages.len() as u64, Ordering::Relaxed);
-        p.stats.group_gets.add(
+        p.stats.items.record_get(
             &h.consumer_group,
             &h.topic,
             r.messages.len() as u64,
             r.buffer_total_size as u64,
+            started.elapsed().as_millis() as u64,
         );
         p.stats
             .get_bytes

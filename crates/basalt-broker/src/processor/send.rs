@@ -235,6 +235,9 @@ pub(super) fn response_for(
     p.stats
         .metrics
         .record_put(topic, a.msg_count as u64, a.wrote_bytes as u64);
+    p.stats
+        .items
+        .record_put(topic, a.msg_count as u64, a.wrote_bytes as u64);
     let host = p.config.broker_addr();
     let msg_id = a
         .offsets()
@@ -655,6 +658,9 @@ pub async fn send_back(p: &SendPath, channel: &Channel, req: &RemotingCommand) -
         }
     };
     let mut props = retry_properties(&h, &v);
+    let back_topic = properties::find(&props, property::RETRY_TOPIC)
+        .map(|t| String::from_utf8_lossy(t).into_owned())
+        .unwrap_or_else(|| v.topic_str().to_string());
     let reconsume = v.reconsume_times;
     let (topic, queue_id, delay) = match send_back_destination(p, &h, &g, reconsume).await {
         Ok(d) => d,
@@ -684,6 +690,14 @@ pub async fn send_back(p: &SendPath, channel: &Channel, req: &RemotingCommand) -
     };
     let r = p.writer.put(&[draft], true).await;
     if r.status.is_stored() {
+        // As Java: the retry counts for the group and the message's first
+        // topic, and a put to the delay topic counts as that topic's.
+        if let Some(a) = r.append.as_ref().filter(|_| delay > 0) {
+            p.stats
+                .items
+                .record_put(&store_topic, 1, a.wrote_bytes as u64);
+        }
+        p.stats.items.record_send_back(&h.group, &back_topic);
         RemotingCommand::response(response::SUCCESS, None)
     } else {
         error(

@@ -109,3 +109,13 @@ header! {
         consumer_group: String = "consumerGroup",
     }
 }
+
+header! {
+    /// VIEW_BROKER_STATS_DATA (315) request: one of the broker's stats
+    /// items, by stats name (`TOPIC_PUT_NUMS`, ...) and key (a topic,
+    /// `topic@group`, or the cluster name).
+    pub struct ViewBrokerStatsDataRequestHeader {
+        stats_name: String = "statsName",
+        stats_key: String = "statsKey",
+    }
+}

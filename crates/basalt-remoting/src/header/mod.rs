@@ -15,8 +15,8 @@ pub use admin::{
     AddWritePermOfBrokerRequestHeader, AddWritePermOfBrokerResponseHeader,
     CloneGroupOffsetRequestHeader, GetKvConfigResponseHeader, GetKvListByNamespaceRequestHeader,
     GetProducerConnectionListRequestHeader, KvConfigKeyRequestHeader, PutKvConfigRequestHeader,
-    QueryConsumeQueueRequestHeader, ResetOffsetRequestHeader, WipeWritePermOfBrokerRequestHeader,
-    WipeWritePermOfBrokerResponseHeader,
+    QueryConsumeQueueRequestHeader, ResetOffsetRequestHeader, ViewBrokerStatsDataRequestHeader,
+    WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
 };
 pub use send::{SendMessageRequestHeader, SendMessageResponseHeader, batch_flag};
 

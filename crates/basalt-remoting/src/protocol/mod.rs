@@ -17,7 +17,8 @@ pub use client::{
 pub use ledger::{LedgerGroupStatus, LedgerPeerStatus};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData};
 pub use stats::{
-    ConsumeStats, KvTable, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable,
+    BrokerStatsData, BrokerStatsItem, ConsumeStats, KvTable, OffsetWrapper, ResetOffsetBody,
+    TopicOffset, TopicStatsTable,
 };
 pub use topic::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,

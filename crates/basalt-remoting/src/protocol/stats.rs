@@ -61,6 +61,42 @@ impl ConsumeStats {
     }
 }
 
+/// One window of a broker stats item (`BrokerStatsItem`): what was
+/// counted, per second, and per call.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerStatsItem {
+    #[serde(default)]
+    pub sum: u64,
+    #[serde(default)]
+    pub tps: f64,
+    #[serde(default)]
+    pub avgpt: f64,
+}
+
+/// VIEW_BROKER_STATS_DATA's body (`BrokerStatsData`): one stats item over
+/// the last minute, hour and day.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerStatsData {
+    #[serde(default)]
+    pub stats_minute: BrokerStatsItem,
+    #[serde(default)]
+    pub stats_hour: BrokerStatsItem,
+    #[serde(default)]
+    pub stats_day: BrokerStatsItem,
+}
+
+impl BrokerStatsData {
+    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
+        Ok(crate::fastjson::from_slice(body)?)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
 /// One queue's offsets (`TopicOffset`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

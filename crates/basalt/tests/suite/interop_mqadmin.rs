@@ -482,6 +482,22 @@ fn groups_offsets_connections_and_lookups() {
         .find(|r| r[0] == topic && r[1] == "billing")
         .unwrap_or_else(|| panic!("no billing row: {stats:?}"));
     assert_eq!(num(row, 2), 7, "accumulation: {row:?}");
+    // VIEW_BROKER_STATS_DATA: the topic took 27 messages and billing pulled
+    // 20, within the day. Each rate is over at least 10 s (the sampling
+    // interval), so at most 27/10 and 20/10 a second, and 0 once the
+    // minute has passed.
+    assert_eq!(
+        (num(row, 5), num(row, 6)),
+        (27, 20),
+        "24-hour in/out: {row:?}"
+    );
+    let rate = |c: usize| -> f64 {
+        row[c]
+            .parse()
+            .unwrap_or_else(|_| panic!("column {c} of {row:?}"))
+    };
+    assert!((0.0..=2.7).contains(&rate(3)), "in TPS: {row:?}");
+    assert!((0.0..=2.0).contains(&rate(4)), "out TPS: {row:?}");
 
     // Back to the first message: every offset is 0 and the lag is all 27.
     let out = mq.ok(&["resetOffsetByTime", "-g", "billing", "-t", topic, "-s", "0"]);
