@@ -15,6 +15,17 @@ pub(crate) fn sync_dir(dir: &Path) -> DiskResult<()> {
     f.sync_all().map_err(|e| DiskError::io(dir, e))
 }
 
+/// `syncfs(2)` of the file system holding `dir` (see [`crate::Disk::sync_tree`]).
+pub(crate) fn sync_tree(dir: &Path) -> DiskResult<()> {
+    crate::faults::check_fsync(dir)?;
+    let f = File::open(dir).map_err(|e| DiskError::io(dir, e))?;
+    // SAFETY: syncfs on a descriptor we own for the duration of the call.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(DiskError::io(dir, std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 /// Creates `dir` and its parents, fsyncing the parent of each created level.
 pub(crate) fn create_dir_all_durable(dir: &Path) -> DiskResult<()> {
     if dir.is_dir() {

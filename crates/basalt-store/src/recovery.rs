@@ -210,6 +210,33 @@ pub struct RecoveryReport {
     /// ConsumeQueue file: dispatch resumes there once the store runs.
     pub dispatch_stopped_at: Option<i64>,
     pub elapsed: Duration,
+    /// Time spent in each phase, in order (logged at start).
+    pub phases: Phases,
+}
+
+/// Named durations of the phases of a start, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Phases(pub Vec<(&'static str, Duration)>);
+
+impl Phases {
+    /// Records the time since `*since` as `name` and restarts the clock.
+    pub fn lap(&mut self, name: &'static str, since: &mut Instant) {
+        let now = Instant::now();
+        self.0.push((name, now - *since));
+        *since = now;
+    }
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (name, d)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{name}={}ms", d.as_millis())?;
+        }
+        Ok(())
+    }
 }
 
 /// What the re-dispatch of an abnormal recovery did.
@@ -279,11 +306,16 @@ pub fn recover(
     mut abnormal: bool,
 ) -> Result<RecoveryReport> {
     let started = Instant::now();
+    // Queue cuts owe their syncs to the first flush round (one file-system
+    // sync for all) instead of one msync each here.
+    let _defer = consume_queues.defer_syncs();
     // ConsumeQueues first, in parallel: each keeps its valid prefix.
+    let mut lap = started;
     let mut report = RecoveryReport {
         consume_queue_units_dropped: recover_consume_queues(consume_queues)?,
         ..Default::default()
     };
+    report.phases.lap("queue_ends", &mut lap);
 
     if report.consume_queue_units_dropped > 0 && !abnormal {
         tracing::warn!(
@@ -316,6 +348,7 @@ pub fn recover(
         // operator's `basalt store repair` plans from it), so the end of
         // the log is judged first, at the cost of one more scan.
         prejudge_stop(&files, start_idx, &check, checkpoint)?;
+        report.phases.lap("prejudge", &mut lap);
     }
     if abnormal && let Some(index) = &dispatcher.index {
         // An index file's header (with the offset it has indexed up to) may
@@ -335,8 +368,10 @@ pub fn recover(
             cq.truncate_dirty(report.scan_from)?;
         }
         // And the queues kept below the scan must keep their names (seed
-        // 8523 of the soak).
-        consume_queues.sync_names()?;
+        // 8523 of the soak): made durable with the cuts, before the
+        // checkpoint moves.
+        consume_queues.owe_names();
+        report.phases.lap("cut_from_scan", &mut lap);
     }
 
     let mut log_end = files.last().map(|f| f.end_offset()).unwrap_or(0);
@@ -404,6 +439,9 @@ pub fn recover(
         Ok(())
     })?;
 
+    report
+        .phases
+        .lap(if abnormal { "scan_redispatch" } else { "scan" }, &mut lap);
     let wrote_end = commit_log.files().max_wrote_offset();
     report.cut_bytes = (wrote_end - log_end).max(0);
     report.durable_offset = checkpoint.commit_log_durable_offset();
@@ -415,6 +453,7 @@ pub fn recover(
     if abnormal {
         make_kept_durable(&commit_log.files().files(), report.scan_from, log_end)?;
     }
+    report.phases.lap("cut_log", &mut lap);
     checkpoint.reset_commit_log_durable_offset(Some(log_end));
     report.log_end = log_end;
     report.dispatch_stopped_at = redispatched.stopped_at;
@@ -422,6 +461,7 @@ pub fn recover(
     if !redispatched.next_offsets.is_empty() {
         commit_log.raise_queue_offsets(&redispatched.next_offsets);
     }
+    report.phases.lap("finish_queues", &mut lap);
     report.elapsed = started.elapsed();
     Ok(report)
 }

@@ -420,6 +420,10 @@ pub(crate) fn flush_queues_and_checkpoint(
 ) -> crate::error::Result<()> {
     // Sampled before flushing: the flush then covers everything up to it.
     let dispatched_ts = dispatcher.last_store_timestamp();
+    // What crash recovery cut in the queues, and their names, become
+    // durable before any time in the checkpoint moves (one file-system
+    // sync; see `SyncDebt`).
+    dispatcher.consume_queues.pay_sync_debt()?;
     flush_all_queues(&dispatcher.consume_queues.all(), least_pages)?;
     if least_pages == 0 {
         if let Some(index) = &dispatcher.index {

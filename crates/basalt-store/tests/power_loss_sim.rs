@@ -8,6 +8,8 @@
 //! * `BASALT_SIM_SEEDS=100000 cargo test -p basalt-store --release --test
 //!   power_loss_sim -- --ignored soak` runs a long soak.
 
+#[path = "power_loss/after_recovery.rs"]
+mod after_recovery;
 mod common;
 #[path = "power_loss/timer.rs"]
 mod timer;

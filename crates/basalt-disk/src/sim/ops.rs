@@ -55,6 +55,56 @@ impl SimHandle {
         st.sync_dir(dir)
     }
 
+    /// [`crate::Disk::sync_tree`]: one sync (one fault draw, for `dir`)
+    /// that makes every name under `dir` (and `dir`'s own entry) and every
+    /// byte of every file under it durable. Files the skip switch names
+    /// stay as they were. Like a power loss it reads the page cache of
+    /// every file under `dir`: no thread may write them meanwhile.
+    pub(crate) fn sync_tree(&self, dir: &Path) -> DiskResult<()> {
+        let mut st = self.disk.state.lock();
+        st.alive(self, dir)?;
+        if !st.dir_exists(dir) {
+            return Err(DiskError::not_found(dir));
+        }
+        st.sync_fault(dir)?;
+        let names: Vec<PathBuf> = st
+            .live
+            .keys()
+            .chain(st.durable.keys())
+            .filter(|p| p.starts_with(dir))
+            .cloned()
+            .collect();
+        for p in names {
+            match st.live.get(&p).copied() {
+                Some(n) => st.durable.insert(p, n),
+                None => st.durable.remove(&p),
+            };
+        }
+        let files: Vec<(PathBuf, u64)> = st
+            .live
+            .iter()
+            .filter(|(p, _)| p.starts_with(dir))
+            .filter_map(|(p, n)| match n {
+                Node::File(ino) => Some((p.clone(), *ino)),
+                Node::Dir => None,
+            })
+            .collect();
+        for (path, ino) in files {
+            let lossy = path.to_string_lossy();
+            if st.skipped_sync.iter().any(|s| lossy.contains(s.as_str())) {
+                continue;
+            }
+            if let Some(inode) = st.inodes.get_mut(&ino) {
+                // SAFETY: no thread writes files under `dir` during the call
+                // (documented above).
+                let cache = unsafe { inode.cache.bytes() };
+                let n = cache.len().min(inode.durable.len());
+                inode.durable[..n].copy_from_slice(&cache[..n]);
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn list_dir(&self, dir: &Path) -> DiskResult<Vec<DirEntry>> {
         let st = self.disk.state.lock();
         st.alive(self, dir)?;

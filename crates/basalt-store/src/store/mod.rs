@@ -298,6 +298,7 @@ impl MessageStore {
     /// dispatch progress only after this).
     pub fn flush_consume_queues(&self) -> Result<()> {
         let r = (|| {
+            self.consume_queues.pay_sync_debt()?;
             for q in self.consume_queues.all() {
                 q.flush(0)?;
             }

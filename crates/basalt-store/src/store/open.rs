@@ -32,14 +32,18 @@ impl MessageStore {
         } else {
             None
         };
+        let mut lap = std::time::Instant::now();
+        let mut load_phases = recovery::Phases::default();
         let health = Arc::new(Health::new());
         let commit_log = Arc::new(CommitLog::new(Arc::clone(&config), Arc::clone(&health)));
         commit_log.files().load()?;
+        load_phases.lap("load_commit_log", &mut lap);
         let consume_queues = Arc::new(
             ConsumeQueueTable::new(config.consume_queue_dir(), config.consume_queue_file_size())
                 .with_disk(disk.clone()),
         );
         consume_queues.load()?;
+        load_phases.lap("load_queues", &mut lap);
         let index = if config.message_index_enable {
             let idx = IndexService::new(
                 config.index_dir(),
@@ -52,6 +56,7 @@ impl MessageStore {
         } else {
             None
         };
+        load_phases.lap("load_index", &mut lap);
         let checkpoint = match Checkpoint::load_on(&disk, &config.checkpoint_path()) {
             Ok(c) => Arc::new(c),
             Err(e @ StoreError::Corrupt { .. }) => {
@@ -91,6 +96,8 @@ impl MessageStore {
             cut_bytes = report.cut_bytes,
             elapsed_ms = report.elapsed.as_millis() as u64,
             stop = %report.stop,
+            load = %load_phases,
+            phases = %report.phases,
             "store recovered"
         );
         // Everything dispatched from here on: after an abnormal recovery the

@@ -69,7 +69,7 @@ struct World {
     trace: Vec<&'static str>,
 }
 
-fn config(flush: FlushDiskType, disk: SimHandle) -> StoreConfig {
+pub fn config(flush: FlushDiskType, disk: SimHandle) -> StoreConfig {
     let hour = Duration::from_secs(3600);
     StoreConfig {
         disk: Disk::Sim(disk),
