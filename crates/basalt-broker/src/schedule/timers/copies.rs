@@ -7,6 +7,12 @@
 //! properties), minus `REAL_TOPIC`/`REAL_QID`, plus `TIMER_ENQUEUE_MS` (when
 //! the timer message was stored) and `TIMER_DEQUEUE_MS` (now). Basalt adds
 //! `BSLT_TIMER_ORIGIN`, the timer message's CommitLog offset.
+//!
+//! A store RocketMQ 5 wrote holds its timer store's copies, which carry no
+//! `BSLT_TIMER_ORIGIN`: such a copy is recognised by its `TIMER_DEQUEUE_MS`
+//! (set only on a timer store's copy) and a `TIMER_OUT_MS` equal to the
+//! timer message's. RocketMQ's cancel markers (`TIMER_DEL_UNIQKEY`) are
+//! never delivered, as RocketMQ puts none (docs/storage-format.md).
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -85,6 +91,13 @@ impl TimerService {
                 return dropped();
             }
         };
+        if view.property(property::TIMER_DEL_UNIQKEY).is_some() {
+            tracing::info!(
+                phys = e.phys,
+                "a RocketMQ timer cancel marker is not delivered"
+            );
+            return dropped();
+        }
         if e.phys < run_start && self.copy_exists(&view, e.phys) {
             self.stats.already_delivered.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -135,7 +148,8 @@ impl TimerService {
 
     /// Whether the log holds a copy of the timer message `view` stored at
     /// `origin`: the index is asked for `REAL_TOPIC#UNIQ_KEY` and the
-    /// answers are checked for `BSLT_TIMER_ORIGIN`. Blocking.
+    /// answers are checked for `BSLT_TIMER_ORIGIN` (or, on a copy
+    /// RocketMQ's timer store made, its `TIMER_OUT_MS`). Blocking.
     pub(crate) fn copy_exists(&self, view: &RecordView<'_>, origin: i64) -> bool {
         let (Some(topic), Some(uniq)) = (
             text(view, property::REAL_TOPIC),
@@ -144,15 +158,19 @@ impl TimerService {
             return false;
         };
         let want = origin.to_string();
+        let out_ms = view.property(property::TIMER_OUT_MS);
         self.store
             .query_message(topic, uniq, 256, 0, i64::MAX)
             .messages
             .iter()
             .any(|m| {
-                RecordView::parse(m, false)
-                    .ok()
-                    .and_then(|v| v.property(property::TIMER_ORIGIN))
-                    .is_some_and(|o| o == want.as_bytes())
+                let Ok(v) = RecordView::parse(m, false) else {
+                    return false;
+                };
+                match v.property(property::TIMER_ORIGIN) {
+                    Some(o) => o == want.as_bytes(),
+                    None => is_rocketmq_copy(&v, out_ms),
+                }
             })
     }
 
@@ -167,6 +185,14 @@ impl TimerService {
             Err(_) => true,
         }
     }
+}
+
+/// Whether `v`, a message without `BSLT_TIMER_ORIGIN`, is the copy
+/// RocketMQ's timer store made of a timer message whose `TIMER_OUT_MS` is
+/// `out_ms`: it has `TIMER_DEQUEUE_MS` and the same `TIMER_OUT_MS`.
+fn is_rocketmq_copy(v: &RecordView<'_>, out_ms: Option<&[u8]>) -> bool {
+    v.property(property::TIMER_DEQUEUE_MS).is_some()
+        && out_ms.is_some_and(|want| v.property(property::TIMER_OUT_MS) == Some(want))
 }
 
 /// Puts a copy, waiting as a producer's send with `WAIT=true` does: flushed

@@ -196,7 +196,7 @@ pub fn loader(family: &Path, home: &Path, args: &[&str], secs: u64) -> Vec<Vec<S
     }
     let kinds = [
         "SETUP", "SENT", "DELAYED", "LOCKED", "COMMIT", "QUEUE", "MSG", "OFFSET", "GOT", "TOPIC",
-        "GROUP", "WAITED",
+        "GROUP", "WAITED", "TIMER",
     ];
     let lines: Vec<Vec<String>> = done
         .stdout

@@ -38,6 +38,8 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * setup   NAMESRV BROKER            topics MigA/MigB/MigRO/MigDelay + group MigGroup
  * produce NAMESRV                   the messages (see below), prints SENT lines
  * delay   NAMESRV                   three level-4 (30 s) messages to MigDelay
+ * timer   NAMESRV TOPIC EARLY LATE  setDeliverTimeMs timers to TOPIC: 2 due in
+ *                                   EARLY ms, 3 in LATE ms (TIMER lines)
  * lock-ro NAMESRV BROKER            MigRO becomes read-only (perm 4)
  * commit  NAMESRV GROUP TOPIC N     pulls the first N of each queue, commits N
  * read    NAMESRV TOPIC...          every message of every queue (MSG, QUEUE)
@@ -67,6 +69,7 @@ public final class Loader {
             case "setup": setup(args[1], args[2]); break;
             case "produce": produce(args[1]); break;
             case "delay": delay(args[1]); break;
+            case "timer": timer(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4])); break;
             case "lock-ro": lockReadOnly(args[1], args[2]); break;
             case "commit": commit(args[1], args[2], args[3], Integer.parseInt(args[4])); break;
             case "read": read(args[1], List.of(args).subList(2, args.length)); break;
@@ -169,6 +172,24 @@ public final class Loader {
             System.out.println(String.join("\t", "DELAYED", "MigDelay", Integer.toString(r.getMessageQueue().getQueueId()),
                 r.getMsgId(), m.getTags(), m.getKeys(), props(m.getProperties(), true),
                 new String(m.getBody(), StandardCharsets.UTF_8), Long.toString(System.currentTimeMillis())));
+        }
+        p.shutdown();
+    }
+
+    /** Timer messages (RocketMQ 5's timer wheel): prints TIMER lines with
+     * the delivery time asked for. */
+    static void timer(String namesrv, String topic, long early, long late) throws Exception {
+        DefaultMQProducer p = producer(namesrv);
+        for (int i = 0; i < 5; i++) {
+            Message m = message(topic, 200 + i);
+            long at = System.currentTimeMillis() + (i < 2 ? early : late);
+            m.setDeliverTimeMs(at);
+            SendResult r = p.send(m);
+            if (r.getSendStatus() != SendStatus.SEND_OK) {
+                throw new IllegalStateException("send timer: " + r);
+            }
+            System.out.println(String.join("\t", "TIMER", topic, r.getMsgId(), Long.toString(at),
+                new String(m.getBody(), StandardCharsets.UTF_8)));
         }
         p.shutdown();
     }
