@@ -255,9 +255,11 @@ async fn consume_stats_report_the_rate_a_group_pulls_at() {
     assert_eq!(r.code, response::SUCCESS, "{:?}", r.remark);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let after = ConsumeStats::decode(&c.call(stats("rate-group")).await.body).unwrap();
-    // Ten messages in the 200-odd ms since the group's first pull.
+    // Ten messages pulled. The minute window has no sample of this young
+    // key yet, so the rate is taken over at least one sampling interval
+    // (10 s): 1 a second, or more if a sample landed in between.
     assert!(
-        after.consume_tps > 1.0 && after.consume_tps < 100.0,
+        after.consume_tps >= 1.0 && after.consume_tps <= 50.0,
         "{}",
         after.consume_tps
     );
