@@ -33,6 +33,7 @@ pub mod http_serve;
 pub mod live_config;
 pub mod metadata;
 pub mod metrics;
+pub mod pop;
 pub mod processor;
 mod registration;
 pub mod replication;
