@@ -31,6 +31,7 @@ pub mod filter;
 pub mod group_stats;
 pub mod http_serve;
 pub mod live_config;
+pub mod messaging_api;
 pub mod metadata;
 pub mod metrics;
 pub mod pop;
