@@ -10,11 +10,25 @@
 //! records of the revive topic `rmq_sys_REVIVE_LOG_<cluster>` through the
 //! CommitLog, so they are replicated and survive restarts and fail-over.
 
+pub mod fetch;
+pub mod handle;
+pub mod order;
+mod order_pop;
+pub mod records;
+mod revive;
+pub mod service;
+pub mod state;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use basalt_common::record::StoredMessage;
 use thiserror::Error;
 
+use self::handle::ExtraInfo;
+use self::records::{Ack, CheckPoint, ReviveRecord};
+pub use self::service::PopService;
+use self::state::MsgKey;
 use crate::broker::Broker;
 
 /// Why a POP operation failed. Each variant maps to one remoting response
@@ -100,8 +114,8 @@ impl Broker {
     /// Pops up to `max_messages` messages; waits up to `poll_timeout` for
     /// the first when there are none. An empty vector means none came.
     pub async fn pop(&self, req: PopRequest) -> Result<Vec<PoppedMessage>, PopError> {
-        let _ = req;
-        todo!()
+        let out = self.pop.pop_batch(&req, false).await?;
+        Ok(out.messages.into_iter().map(|(m, _)| m).collect())
     }
 
     /// Acks one popped message: it is not delivered to the group again.
@@ -112,8 +126,8 @@ impl Broker {
         topic: &str,
         receipt_handle: &str,
     ) -> Result<(), PopError> {
-        let _ = (group, topic, receipt_handle);
-        todo!()
+        let h = ExtraInfo::parse(receipt_handle, None)?;
+        self.pop.ack(group, topic, &h).await
     }
 
     /// Makes a popped message invisible for `invisible` from now on, and
@@ -125,7 +139,118 @@ impl Broker {
         receipt_handle: &str,
         invisible: Duration,
     ) -> Result<String, PopError> {
-        let _ = (group, topic, receipt_handle, invisible);
-        todo!()
+        let h = ExtraInfo::parse(receipt_handle, None)?;
+        let new = self
+            .pop
+            .change_invisible(group, topic, &h, invisible)
+            .await?;
+        Ok(new.encode())
+    }
+
+    /// The POP machinery (in-flight counts, revive lag).
+    pub fn pop_service(&self) -> &Arc<PopService> {
+        &self.pop
+    }
+}
+
+impl PopService {
+    /// Checks what an ack or change names: this broker takes writes, the
+    /// group name is valid, the topic exists.
+    fn check_target(&self, group: &str, topic: &str) -> Result<(), PopError> {
+        self.check_writable()?;
+        basalt_common::topic::validate_group(group)
+            .map_err(|e| PopError::BadRequest(e.to_string()))?;
+        if !self.topics.contains(topic) {
+            return Err(PopError::TopicNotFound(topic.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The in-flight message a handle names, checked against the table.
+    async fn inflight_key(
+        &self,
+        group: &str,
+        topic: &str,
+        h: &ExtraInfo,
+    ) -> Result<(MsgKey, state::InFlight), PopError> {
+        self.check_target(group, topic)?;
+        self.ensure_loaded().await?;
+        let key = (
+            group.to_string(),
+            h.stored_topic(topic, group),
+            h.queue_id,
+            h.queue_offset,
+        );
+        match self.state.lock().get(&key) {
+            Some(e) if e.pop_time == h.pop_time => Ok((key, e)),
+            _ => Err(PopError::NotFound),
+        }
+    }
+
+    /// ACK_MESSAGE: writes the ack, then forgets the message.
+    pub(crate) async fn ack(
+        &self,
+        group: &str,
+        topic: &str,
+        h: &ExtraInfo,
+    ) -> Result<(), PopError> {
+        if h.revive_qid == order::ORDER_REVIVE_QID {
+            self.check_target(group, topic)?;
+            return self.ack_ordered(group, &h.stored_topic(topic, group), h);
+        }
+        let (key, _) = self.inflight_key(group, topic, h).await?;
+        let rec = ReviveRecord::Ack(Ack {
+            ack_offset: key.3,
+            ack_offsets: Vec::new(),
+            start_offset: h.ck_offset,
+            group: key.0,
+            topic: key.1,
+            queue_id: key.2,
+            pop_time: h.pop_time,
+            broker_name: self.config.broker_name.clone(),
+        });
+        self.write_record(rec).await
+    }
+
+    /// CHANGE_MESSAGE_INVISIBLETIME: a new checkpoint of the one message,
+    /// popped now, invisible for `invisible`; it replaces the old one.
+    pub(crate) async fn change_invisible(
+        &self,
+        group: &str,
+        topic: &str,
+        h: &ExtraInfo,
+        invisible: Duration,
+    ) -> Result<ExtraInfo, PopError> {
+        let invisible_ms = invisible.as_millis().min(i64::MAX as u128) as i64;
+        if h.revive_qid == order::ORDER_REVIVE_QID {
+            self.check_target(group, topic)?;
+            return self.change_ordered(group, &h.stored_topic(topic, group), h, invisible_ms);
+        }
+        let (key, entry) = self.inflight_key(group, topic, h).await?;
+        let now = basalt_common::time::now_millis();
+        if entry.deadline() <= now {
+            return Err(PopError::HandleExpired);
+        }
+        // A new pop time, never equal to the old one (that would make the
+        // old handle valid for the new checkpoint).
+        let pop_time = now.max(h.pop_time + 1);
+        let ck = CheckPoint {
+            start_offset: key.3,
+            pop_time,
+            invisible_time: invisible_ms,
+            num: 1,
+            queue_id: key.2,
+            topic: key.1.clone(),
+            group: key.0.clone(),
+            offset_diffs: vec![0],
+            broker_name: self.config.broker_name.clone(),
+        };
+        self.write_record(ReviveRecord::Ck(ck)).await?;
+        Ok(ExtraInfo {
+            ck_offset: key.3,
+            pop_time,
+            invisible_ms,
+            ..h.clone()
+        })
     }
 }
