@@ -10,8 +10,9 @@ use crate::service::Messaging;
 use crate::status::{self, status};
 
 /// The message types a topic accepts, from its `message.type` attribute
-/// (RocketMQ 5's topic attribute; MIXED takes all four, none given is
-/// UNSPECIFIED).
+/// (RocketMQ 5's topic attribute). MIXED, and a topic without the
+/// attribute, take all four: the SDKs refuse a route whose queues accept
+/// no type (UNSPECIFIED), and the send path is where types are checked.
 fn accepted_types(attrs: &std::collections::BTreeMap<String, String>) -> Vec<i32> {
     let t = attrs.get("message.type").map(|s| s.to_ascii_uppercase());
     let types = match t.as_deref() {
@@ -19,13 +20,12 @@ fn accepted_types(attrs: &std::collections::BTreeMap<String, String>) -> Vec<i32
         Some("FIFO") => vec![MessageType::Fifo],
         Some("DELAY") => vec![MessageType::Delay],
         Some("TRANSACTION") => vec![MessageType::Transaction],
-        Some("MIXED") => vec![
+        _ => vec![
             MessageType::Normal,
             MessageType::Fifo,
             MessageType::Delay,
             MessageType::Transaction,
         ],
-        _ => vec![MessageType::Unspecified],
     };
     types.into_iter().map(|t| t as i32).collect()
 }
