@@ -121,6 +121,11 @@ impl PopService {
         self.state.lock().len() + self.order.lock().unacked()
     }
 
+    /// In-flight messages per (group, topic read).
+    pub fn in_flight_by_group(&self) -> std::collections::HashMap<(String, String), usize> {
+        self.state.lock().per_group_topic()
+    }
+
     /// How far the oldest overdue message is past its deadline, in ms (0
     /// when none is overdue): the revive service's lag.
     pub fn revive_lag_ms(&self) -> i64 {

@@ -73,7 +73,12 @@ fn pop_response(out: PopOutcome, polled: bool) -> RemotingCommand {
     let mut header = PopMessageResponseHeader {
         pop_time: out.pop_time,
         invisible_time: out.invisible_ms,
-        revive_qid: 0,
+        // Order pops' handles carry POP_ORDER_REVIVE_QUEUE.
+        revive_qid: if out.orders.is_empty() {
+            0
+        } else {
+            crate::pop::order::ORDER_REVIVE_QID
+        },
         rest_num: out.rest,
         ..Default::default()
     };

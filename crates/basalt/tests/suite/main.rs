@@ -41,6 +41,8 @@ mod ledger_faults;
 mod ledger_ops;
 mod many_topics;
 mod metrics;
+mod pop;
+mod pop_java;
 mod registration_split;
 mod resubscribe;
 mod sql92_rocketmq_client_rust;
