@@ -433,3 +433,87 @@ fn in_flight_messages_show_in_metrics() {
     );
     assert_eq!(e.get("basalt_pop_inflight_total", &[]), Some(0.0));
 }
+
+/// An order pop of queue 0: the messages with the handles a Java client
+/// builds, and the earlier deliveries from `orderCountInfo` by offset.
+fn pop_ordered(c: &mut Raw, max: i32, invisible_ms: i64) -> (Vec<Popped>, HashMap<i64, i32>) {
+    let h = PopMessageRequestHeader {
+        consumer_group: "G7".into(),
+        topic: "PopF".into(),
+        queue_id: 0,
+        max_msg_nums: max,
+        invisible_time: invisible_ms,
+        poll_time: 0,
+        born_time: basalt_common::time::now_millis(),
+        init_mode: 0,
+        exp_type: None,
+        exp: None,
+        order: Some(true),
+        attempt_id: None,
+    };
+    let r = c.call(RemotingCommand::request(request::POP_MESSAGE).with_ext(h.to_ext()));
+    if r.code != response::SUCCESS {
+        assert_eq!(r.code, response::PULL_NOT_FOUND, "{:?}", r.remark);
+        return (Vec::new(), HashMap::new());
+    }
+    let f = |k: &str| r.ext_fields.get(k).map(str::to_string).unwrap_or_default();
+    assert_eq!(
+        f("reviveQid"),
+        "999",
+        "order pops carry POP_ORDER_REVIVE_QUEUE"
+    );
+    let mut counts = HashMap::new();
+    for one in f("orderCountInfo").split(';') {
+        let p: Vec<&str> = one.split(' ').collect();
+        let offset = p[1].rsplit('%').next().and_then(|o| o.parse().ok());
+        counts.insert(offset.expect("qo offset"), p[2].parse().expect("count"));
+    }
+    let start = f("startOffsetInfo");
+    let start = start.split(' ').nth(2).expect("start offset").to_string();
+    let popped = decode_all(&r.body, true)
+        .expect("records")
+        .into_iter()
+        .map(|msg| Popped {
+            extra_info: format!(
+                "{start} {} {} 999 0 broker-a {} {}",
+                f("popTime"),
+                f("invisibleTime"),
+                msg.queue_id,
+                msg.queue_offset
+            ),
+            msg,
+        })
+        .collect();
+    (popped, counts)
+}
+
+#[test]
+fn fifo_pop_locks_the_queue_until_acked() {
+    let (_d, _s, mut c) = start();
+    for b in ["f0", "f1", "f2"] {
+        let r = c.call(send_request("PopF", 0, b.as_bytes()));
+        assert_eq!(r.code, response::SUCCESS);
+    }
+    // Let dispatch write the three ConsumeQueue units.
+    std::thread::sleep(Duration::from_millis(500));
+    let (first, _) = pop_ordered(&mut c, 1, 60_000);
+    assert_eq!(first.iter().map(body).collect::<Vec<_>>(), vec!["f0"]);
+    assert!(
+        pop_ordered(&mut c, 1, 60_000).0.is_empty(),
+        "locked until f0 is acked"
+    );
+    assert_eq!(ack(&mut c, "G7", "PopF", &first[0]).code, response::SUCCESS);
+    let (second, _) = pop_ordered(&mut c, 1, 1_000);
+    assert_eq!(second.iter().map(body).collect::<Vec<_>>(), vec!["f1"]);
+    // f1 is not acked: after its invisible time it comes again, before f2,
+    // with one earlier delivery.
+    std::thread::sleep(Duration::from_millis(1_300));
+    let (again, counts) = pop_ordered(&mut c, 2, 60_000);
+    assert_eq!(again.iter().map(body).collect::<Vec<_>>(), vec!["f1", "f2"]);
+    assert_eq!(counts.get(&again[0].msg.queue_offset), Some(&1));
+    assert_eq!(counts.get(&again[1].msg.queue_offset), Some(&0));
+    for p in &again {
+        assert_eq!(ack(&mut c, "G7", "PopF", p).code, response::SUCCESS);
+    }
+    assert!(pop_ordered(&mut c, 4, 60_000).0.is_empty(), "all acked");
+}
