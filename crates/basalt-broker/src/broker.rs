@@ -76,6 +76,8 @@ pub struct Broker {
     pub(crate) shutting_down: Arc<AtomicBool>,
     /// Timer messages (None with timerWheelEnable=false).
     pub(crate) timers: Option<Arc<TimerService>>,
+    /// POP consumption: in-flight messages and the revive service.
+    pub(crate) pop: Arc<crate::pop::PopService>,
 }
 
 impl std::fmt::Debug for Broker {

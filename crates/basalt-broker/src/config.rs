@@ -198,6 +198,12 @@ pub struct BrokerConfig {
     pub mapped_file_size_timer_log: usize,
     /// The Prometheus exporter and the dashboard.
     pub observe: crate::metrics::settings::ObservabilityConfig,
+    /// `enableGrpcServer`: serve the RocketMQ 5 gRPC MessagingService
+    /// (crate basalt-grpc, docs/grpc.md).
+    pub enable_grpc_server: bool,
+    /// `grpcServerPort` (RocketMQ proxy's name): its port; 0 takes any
+    /// free port (tests), reported at start.
+    pub grpc_server_port: u16,
 }
 
 impl Default for BrokerConfig {
@@ -293,6 +299,8 @@ impl Default for BrokerConfig {
             timer_flush_interval: Duration::from_millis(1000),
             mapped_file_size_timer_log: 100 * 1024 * 1024,
             observe: Default::default(),
+            enable_grpc_server: true,
+            grpc_server_port: 8081,
         }
     }
 }
@@ -503,6 +511,8 @@ impl BrokerConfig {
             "timerPrecisionMs" => self.timer_precision_ms = parse_num(key, v)?,
             "timerFlushIntervalMs" => self.timer_flush_interval = parse_millis(key, v)?,
             "mappedFileSizeTimerLog" => self.mapped_file_size_timer_log = parse_num(key, v)?,
+            "enableGrpcServer" => self.enable_grpc_server = parse_bool(key, v)?,
+            "grpcServerPort" => self.grpc_server_port = parse_num(key, v)?,
             _ => return self.observe.set(key, v),
         }
         Ok(true)

@@ -26,6 +26,8 @@ impl BrokerConfig {
         p.extend(self.replication_properties());
         p.extend(self.limit_properties());
         p.extend(self.observe.properties());
+        p.push(("enableGrpcServer", self.enable_grpc_server.to_string()));
+        p.push(("grpcServerPort", self.grpc_server_port.to_string()));
         p
     }
 

@@ -283,19 +283,39 @@ fn assemble(
         };
         Arc::new(TimerService::new(parts, recovered))
     });
+    let groups = Arc::new(o.groups);
+    let filter_cache = Arc::new(FilterCache::new());
+    let pop = Arc::new(crate::pop::PopService::new(crate::pop::service::PopParts {
+        config: Arc::clone(&config),
+        live: Arc::clone(&live),
+        store: Arc::clone(&o.store),
+        writer: MessageWriter::new(
+            Arc::clone(&o.store),
+            Arc::clone(&replication),
+            Arc::clone(&config),
+        ),
+        topics: Arc::clone(&topics),
+        groups: Arc::clone(&groups),
+        offsets: Arc::clone(&offsets),
+        waiters: Arc::clone(&waiters),
+        filter_cache: Arc::clone(&filter_cache),
+        registrar: Arc::clone(&registrar),
+        shutting_down: Arc::clone(&shutting_down),
+    }));
     Arc::new(Broker {
+        pop,
         live,
         uniq,
         store: o.store,
         replication,
         topics,
-        groups: Arc::new(o.groups),
+        groups,
         offsets,
         delay_offsets: Arc::new(o.delay_offsets),
         clients,
         locks: Arc::new(LockManager::new()),
         waiters,
-        filter_cache: Arc::new(FilterCache::new()),
+        filter_cache,
         registrar,
         stats: Arc::new(BrokerStats {
             metrics: crate::metrics::BrokerMetrics::new(config.observe.records()),
@@ -339,6 +359,7 @@ fn spawn_services(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     if broker.replication.ha_slave().is_none() {
         tasks.extend(broker.delay_delivery().start());
         tasks.push(Arc::clone(&broker.transactions).start_check_service());
+        tasks.push(tokio::spawn(Arc::clone(&broker.pop).run_revive()));
     }
     // Timers run everywhere: the broker taking sends delivers, the others
     // keep their wheel current and confirm deliveries.

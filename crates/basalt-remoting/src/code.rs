@@ -80,6 +80,16 @@ pub mod request {
     pub const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
     pub const LITE_PULL_MESSAGE: i32 = 361;
     pub const QUERY_ASSIGNMENT: i32 = 400;
+    pub const SET_MESSAGE_REQUEST_MODE: i32 = 401;
+    /// RocketMQ 5 POP consumption (docs/pop.md#remoting). These codes do not
+    /// fit the binary header's i16: POP clients use JSON headers.
+    pub const POP_MESSAGE: i32 = 200050;
+    pub const ACK_MESSAGE: i32 = 200051;
+    pub const PEEK_MESSAGE: i32 = 200052;
+    pub const CHANGE_MESSAGE_INVISIBLETIME: i32 = 200053;
+    pub const NOTIFICATION: i32 = 200054;
+    pub const POLLING_INFO: i32 = 200055;
+    pub const BATCH_ACK_MESSAGE: i32 = 200151;
     pub const BROKER_HEARTBEAT: i32 = 904;
     /// Basalt's own: the unresolved transactional (half) messages of a
     /// broker, for `basalt admin transactions`. RocketMQ has no such code;
@@ -131,6 +141,8 @@ pub mod response {
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
     pub const CONSUME_MSG_TIMEOUT: i32 = 207;
     pub const NO_MESSAGE: i32 = 208;
+    pub const POLLING_FULL: i32 = 209;
+    pub const POLLING_TIMEOUT: i32 = 210;
     pub const FLOW_CONTROL: i32 = 215;
     pub const NOT_LEADER_FOR_QUEUE: i32 = 501;
     pub const ILLEGAL_OPERATION: i32 = 604;

@@ -20,6 +20,7 @@ mod page_reporting;
 mod progress;
 mod serve;
 mod serve_config;
+mod serve_grpc;
 mod serve_observe;
 mod store_tools;
 

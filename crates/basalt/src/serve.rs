@@ -108,9 +108,14 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         );
         println!("  store    {}", b.config().store_path_root_dir.display());
         println!("  flush    {}", b.config().flush_disk_type);
+        let grpc = crate::serve_grpc::start(&broker).await;
+        crate::serve_grpc::print(grpc.as_ref(), advertise, "  ");
         crate::serve_observe::print_http(&broker, "  ");
         stop.wait().await;
         println!("shutting down");
+        if let Some(g) = grpc {
+            g.shutdown().await;
+        }
         broker.shutdown().await;
         ns.shutdown().await;
         Ok::<(), String>(())
@@ -175,8 +180,13 @@ pub fn broker(a: BrokerArgs) -> Result<ExitCode, String> {
             broker.local_addr(),
             b.config().store_path_root_dir.display()
         );
+        let grpc = crate::serve_grpc::start(&broker).await;
+        crate::serve_grpc::print(grpc.as_ref(), b.config().broker_ip1, "");
         crate::serve_observe::print_http(&broker, "");
         stop.wait().await;
+        if let Some(g) = grpc {
+            g.shutdown().await;
+        }
         broker.shutdown().await;
         Ok::<(), String>(())
     })?;

@@ -19,6 +19,7 @@ pub fn render(s: &BrokerSnapshot, m: &BrokerMetrics, store: &MessageStore) -> St
     traffic(&mut e, s, m);
     consumers(&mut e, s);
     rpc(&mut e, m);
+    pop(&mut e, s);
     storage(&mut e, s, store);
     replication(&mut e, s);
     e.finish()
@@ -159,6 +160,30 @@ fn rpc(e: &mut Exposition, m: &BrokerMetrics) {
         ];
         e.histogram("rocketmq_rpc_latency", &l, &h, 0.001);
     }
+}
+
+fn pop(e: &mut Exposition, s: &BrokerSnapshot) {
+    e.family(
+        "basalt_pop_inflight_messages",
+        Kind::Gauge,
+        "Messages popped and neither acked nor put back yet, by consumer group and topic read (the topic or its POP retry topic).",
+    );
+    for (g, t, n) in &s.pop.by_group {
+        let l = [("consumer_group", g.as_str()), ("topic", t.as_str())];
+        e.sample("basalt_pop_inflight_messages", &l, *n as f64);
+    }
+    e.family(
+        "basalt_pop_inflight_total",
+        Kind::Gauge,
+        "Messages popped and not acked, FIFO batches included.",
+    );
+    e.sample("basalt_pop_inflight_total", &[], s.pop.in_flight as f64);
+    e.family(
+        "basalt_pop_revive_lag_ms",
+        Kind::Gauge,
+        "How far the oldest unacked popped message is past its invisible time, ms (0 when none is).",
+    );
+    e.sample("basalt_pop_revive_lag_ms", &[], s.pop.revive_lag_ms as f64);
 }
 
 fn storage(e: &mut Exposition, s: &BrokerSnapshot, store: &MessageStore) {

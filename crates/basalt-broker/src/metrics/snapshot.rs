@@ -126,6 +126,18 @@ pub struct ReplicationSnap {
     pub ledger: Option<LedgerGroupStatus>,
 }
 
+/// POP consumption (docs/pop.md): messages popped and not yet acked.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PopSnap {
+    /// (group, topic read, in-flight messages), from the revive log's
+    /// checkpoints; FIFO batches are counted in `in_flight` only.
+    pub by_group: Vec<(String, String, usize)>,
+    pub in_flight: usize,
+    /// How far the oldest overdue message is past its invisible time, ms.
+    pub revive_lag_ms: i64,
+}
+
 /// Everything, at one time. See the module documentation.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -145,6 +157,7 @@ pub struct BrokerSnapshot {
     pub store: StoreSnap,
     pub replication: ReplicationSnap,
     pub subscription_groups: usize,
+    pub pop: PopSnap,
 }
 
 /// Takes a snapshot on a blocking thread.
@@ -178,6 +191,22 @@ pub fn collect(b: &Broker) -> BrokerSnapshot {
         store: store(b),
         replication: replication(b),
         subscription_groups: b.groups.len(),
+        pop: pop(b),
+    }
+}
+
+fn pop(b: &Broker) -> PopSnap {
+    let p = b.pop_service();
+    let mut by_group: Vec<(String, String, usize)> = p
+        .in_flight_by_group()
+        .into_iter()
+        .map(|((g, t), n)| (g, t, n))
+        .collect();
+    by_group.sort();
+    PopSnap {
+        by_group,
+        in_flight: p.in_flight(),
+        revive_lag_ms: p.revive_lag_ms(),
     }
 }
 

@@ -15,6 +15,7 @@ mod connections_admin;
 mod ledger_admin;
 mod offsets_admin;
 pub mod paths;
+mod pop;
 mod pull;
 mod queue_admin;
 mod reply;
@@ -42,6 +43,7 @@ pub struct BrokerProcessor {
     admin: AdminPath,
     replies: ReplyPath,
     transactions: Arc<Transactions>,
+    pop: Arc<crate::pop::PopService>,
 }
 
 impl BrokerProcessor {
@@ -53,6 +55,7 @@ impl BrokerProcessor {
             admin: broker.admin_path(),
             replies: broker.reply_path(),
             transactions: Arc::clone(broker.transactions()),
+            pop: Arc::clone(broker.pop_service()),
         }
     }
 }
@@ -134,6 +137,11 @@ impl BrokerProcessor {
             request::PULL_MESSAGE | request::LITE_PULL_MESSAGE => {
                 pull::pull(&self.pull, &req).await
             }
+            request::POP_MESSAGE => pop::pop(&self.pop, &req).await,
+            request::ACK_MESSAGE => pop::ack(&self.pop, &req).await,
+            request::CHANGE_MESSAGE_INVISIBLETIME => pop::change_invisible(&self.pop, &req).await,
+            request::NOTIFICATION => pop::notification(&self.pop, &req).await,
+            request::POLLING_INFO => pop::polling_info(&req),
             request::HEART_BEAT => client::heartbeat(c, channel, &req).await,
             request::UNREGISTER_CLIENT => client::unregister_client(c, channel, &req),
             request::CHECK_CLIENT_CONFIG => client::check_client_config(c, &req),

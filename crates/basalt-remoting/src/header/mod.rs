@@ -9,6 +9,7 @@ use crate::command::{ExtFields, java_parse_bool};
 use crate::error::HeaderError;
 
 mod admin;
+mod pop;
 mod send;
 
 pub use admin::{
@@ -17,6 +18,11 @@ pub use admin::{
     GetProducerConnectionListRequestHeader, KvConfigKeyRequestHeader, PutKvConfigRequestHeader,
     QueryConsumeQueueRequestHeader, ResetOffsetRequestHeader, ViewBrokerStatsDataRequestHeader,
     WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
+};
+pub use pop::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    NotificationRequestHeader, NotificationResponseHeader, PollingInfoRequestHeader,
+    PollingInfoResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
 pub use send::{SendMessageRequestHeader, SendMessageResponseHeader, batch_flag};
 

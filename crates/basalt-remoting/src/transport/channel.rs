@@ -70,6 +70,24 @@ impl Channel {
         }
     }
 
+    /// A channel with no socket behind it: what is sent through it arrives
+    /// on the returned receiver (at most `capacity` queued). The gRPC
+    /// service gives one to each 5.x client, so the broker's processors
+    /// (heartbeats, transaction check-backs) reach gRPC clients the way
+    /// they reach remoting ones. Responses sent to it complete nothing.
+    pub fn detached(
+        remote_addr: SocketAddr,
+        local_addr: SocketAddr,
+        label: String,
+        capacity: usize,
+    ) -> (Self, mpsc::Receiver<RemotingCommand>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (
+            Self::new(remote_addr, local_addr, label, tx, usize::MAX),
+            rx,
+        )
+    }
+
     /// Unique id of this connection within the process.
     pub fn id(&self) -> u64 {
         self.inner.id

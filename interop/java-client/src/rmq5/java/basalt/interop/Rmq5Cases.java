@@ -21,6 +21,7 @@ public final class Rmq5Cases {
     public static void register(Map<String, Main.Case> m) {
         m.put("timer", Rmq5Cases::timer);
         m.put("heartbeat-v2", Rmq5Cases::heartbeatV2);
+        m.put("pop", PopCase::run); // PopCase.java: POP through MQClientAPIImpl
     }
 
     /**

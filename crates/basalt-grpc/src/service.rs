@@ -1,0 +1,239 @@
+//! [`Messaging`]: the MessagingService's RPCs, each checked and handed to
+//! its module (route, send, receive, telemetry).
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use basalt_broker::Broker;
+use basalt_broker::processor::BrokerProcessor;
+use futures_util::Stream;
+use tonic::{Request, Response, Status as RpcStatus};
+
+use crate::clients::{Clients, Session};
+use crate::metadata;
+use crate::pb::{self, Code, messaging_service_server::MessagingService};
+use crate::status::{self, status};
+use crate::transactions::OpenTransactions;
+
+type Rpc<T> = Result<Response<T>, RpcStatus>;
+type Frames<T> = Pin<Box<dyn Stream<Item = Result<T, RpcStatus>> + Send + 'static>>;
+
+/// The service: the broker, its request processor (through which sends,
+/// transaction ends and registrations go, as remoting requests of each
+/// client's detached channel), the known clients and open transactions.
+/// Cheap to clone; every clone serves the same broker.
+#[derive(Clone)]
+pub struct Messaging {
+    pub(crate) broker: Arc<Broker>,
+    pub(crate) processor: Arc<BrokerProcessor>,
+    pub(crate) clients: Arc<Clients>,
+    pub(crate) transactions: Arc<OpenTransactions>,
+    host: String,
+    port: u16,
+}
+
+impl Messaging {
+    pub fn new(broker: Arc<Broker>, host: String, port: u16) -> Self {
+        let processor = Arc::new(BrokerProcessor::new(&broker));
+        let transactions = Arc::new(OpenTransactions::default());
+        let txs = Arc::clone(&transactions);
+        let limit = broker.config().max_message_size;
+        let on_command = Arc::new(move |s: Arc<Session>, cmd| {
+            crate::telemetry::on_broker_command(&txs, s, cmd, limit)
+        });
+        let local: SocketAddr = SocketAddr::new(broker.config().listen_addr, port);
+        Messaging {
+            clients: Arc::new(Clients::new(Arc::clone(&processor), local, on_command)),
+            broker,
+            processor,
+            transactions,
+            host,
+            port,
+        }
+    }
+
+    pub fn clients(&self) -> &Arc<Clients> {
+        &self.clients
+    }
+
+    /// This broker's gRPC endpoint, as routes name it.
+    pub fn endpoints(&self) -> pb::Endpoints {
+        let scheme = match self.host.parse::<std::net::IpAddr>() {
+            Ok(std::net::IpAddr::V4(_)) => pb::AddressScheme::IPv4,
+            Ok(std::net::IpAddr::V6(_)) => pb::AddressScheme::IPv6,
+            Err(_) => pb::AddressScheme::DomainName,
+        };
+        pb::Endpoints {
+            scheme: scheme as i32,
+            addresses: vec![pb::Address {
+                host: self.host.clone(),
+                port: i32::from(self.port),
+            }],
+        }
+    }
+
+    /// The broker's permission now.
+    pub fn broker_permission(&self) -> i32 {
+        self.broker.live_broker_permission()
+    }
+
+    /// The caller's session; a call without a client id gets
+    /// CLIENT_ID_REQUIRED (as a status the SDK reads).
+    fn session<T>(&self, req: &Request<T>) -> Result<Arc<Session>, pb::Status> {
+        match metadata::client_id(req) {
+            Some(id) => Ok(self.clients.session(&id, metadata::peer(req))),
+            None => Err(status(
+                Code::ClientIdRequired,
+                "x-mq-client-id header is required",
+            )),
+        }
+    }
+}
+
+fn one<T: Send + 'static>(frames: Vec<T>) -> Frames<T> {
+    Box::pin(futures_util::stream::iter(frames.into_iter().map(Ok)))
+}
+
+#[tonic::async_trait]
+impl MessagingService for Messaging {
+    async fn query_route(
+        &self,
+        req: Request<pb::QueryRouteRequest>,
+    ) -> Rpc<pb::QueryRouteResponse> {
+        Ok(Response::new(self.query_route(req.into_inner())))
+    }
+
+    async fn heartbeat(&self, req: Request<pb::HeartbeatRequest>) -> Rpc<pb::HeartbeatResponse> {
+        let s = match self.session(&req) {
+            Ok(s) => s,
+            Err(st) => return Ok(Response::new(pb::HeartbeatResponse { status: Some(st) })),
+        };
+        s.touch();
+        self.clients.register_producer(&s).await;
+        Ok(Response::new(pb::HeartbeatResponse {
+            status: Some(status::ok()),
+        }))
+    }
+
+    async fn send_message(
+        &self,
+        req: Request<pb::SendMessageRequest>,
+    ) -> Rpc<pb::SendMessageResponse> {
+        let peer = metadata::peer(&req);
+        let s = match self.session(&req) {
+            Ok(s) => s,
+            Err(st) => {
+                return Ok(Response::new(pb::SendMessageResponse {
+                    status: Some(st),
+                    entries: Vec::new(),
+                }));
+            }
+        };
+        Ok(Response::new(
+            self.send_messages(&s, peer, req.into_inner()).await,
+        ))
+    }
+
+    async fn query_assignment(
+        &self,
+        req: Request<pb::QueryAssignmentRequest>,
+    ) -> Rpc<pb::QueryAssignmentResponse> {
+        let group = req
+            .get_ref()
+            .group
+            .as_ref()
+            .map(|g| g.name.clone())
+            .unwrap_or_default();
+        let fifo = self.broker.group_view(&group).is_some_and(|g| g.orderly);
+        Ok(Response::new(self.query_assignment(req.into_inner(), fifo)))
+    }
+
+    type ReceiveMessageStream = Frames<pb::ReceiveMessageResponse>;
+
+    async fn receive_message(
+        &self,
+        req: Request<pb::ReceiveMessageRequest>,
+    ) -> Rpc<Self::ReceiveMessageStream> {
+        let session = metadata::client_id(&req).and_then(|id| self.clients.get(&id));
+        let frames = self.receive(session.as_deref(), req.into_inner()).await;
+        Ok(Response::new(one(frames)))
+    }
+
+    async fn ack_message(
+        &self,
+        req: Request<pb::AckMessageRequest>,
+    ) -> Rpc<pb::AckMessageResponse> {
+        Ok(Response::new(self.ack(req.into_inner()).await))
+    }
+
+    async fn forward_message_to_dead_letter_queue(
+        &self,
+        req: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
+    ) -> Rpc<pb::ForwardMessageToDeadLetterQueueResponse> {
+        let st = match self.session(&req) {
+            Ok(s) => self.forward_to_dlq(&s, req.into_inner()).await,
+            Err(st) => st,
+        };
+        Ok(Response::new(pb::ForwardMessageToDeadLetterQueueResponse {
+            status: Some(st),
+        }))
+    }
+
+    async fn end_transaction(
+        &self,
+        req: Request<pb::EndTransactionRequest>,
+    ) -> Rpc<pb::EndTransactionResponse> {
+        let st = match self.session(&req) {
+            Ok(s) => self.end_transaction(&s, req.into_inner()).await,
+            Err(st) => st,
+        };
+        Ok(Response::new(pb::EndTransactionResponse {
+            status: Some(st),
+        }))
+    }
+
+    type TelemetryStream = Frames<pb::TelemetryCommand>;
+
+    async fn telemetry(
+        &self,
+        req: Request<tonic::Streaming<pb::TelemetryCommand>>,
+    ) -> Rpc<Self::TelemetryStream> {
+        let Some(id) = metadata::client_id(&req) else {
+            return Err(RpcStatus::invalid_argument(
+                "x-mq-client-id header is required",
+            ));
+        };
+        let session = self.clients.session(&id, metadata::peer(&req));
+        let rx = Messaging::telemetry(self, session, req.into_inner());
+        let out =
+            futures_util::stream::unfold(
+                rx,
+                |mut rx| async move { rx.recv().await.map(|x| (x, rx)) },
+            );
+        Ok(Response::new(Box::pin(out)))
+    }
+
+    async fn notify_client_termination(
+        &self,
+        req: Request<pb::NotifyClientTerminationRequest>,
+    ) -> Rpc<pb::NotifyClientTerminationResponse> {
+        let st = match metadata::client_id(&req) {
+            Some(id) => {
+                self.clients.terminate(&id);
+                status::ok()
+            }
+            None => status(Code::ClientIdRequired, "x-mq-client-id header is required"),
+        };
+        Ok(Response::new(pb::NotifyClientTerminationResponse {
+            status: Some(st),
+        }))
+    }
+
+    async fn change_invisible_duration(
+        &self,
+        req: Request<pb::ChangeInvisibleDurationRequest>,
+    ) -> Rpc<pb::ChangeInvisibleDurationResponse> {
+        Ok(Response::new(self.change_invisible(req.into_inner()).await))
+    }
+}
