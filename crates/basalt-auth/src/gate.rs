@@ -11,7 +11,6 @@ use basalt_remoting::code::response;
 use parking_lot::Mutex;
 
 use crate::evaluate;
-use crate::ip::host_of;
 use crate::model::{UserStatus, UserType};
 use crate::plain_acl::PlainAcl;
 use crate::request_map;
@@ -24,6 +23,8 @@ use crate::store::AuthStore;
 pub struct Refusal {
     pub code: i32,
     pub remark: String,
+    /// Why, as `/metrics` labels it ([`Reason::name`]).
+    pub reason: &'static str,
 }
 
 /// Why a request was refused, as `/metrics` counts it.
@@ -116,6 +117,11 @@ impl AuthGate {
         self.store.as_ref()
     }
 
+    /// The ACL 1.0 files, when `aclEnable` is on.
+    pub fn plain(&self) -> Option<&Arc<PlainAcl>> {
+        self.plain.as_ref()
+    }
+
     /// Whether any check is on.
     pub fn enabled(&self) -> bool {
         self.settings.any_enabled()
@@ -134,12 +140,11 @@ impl AuthGate {
             .collect()
     }
 
-    /// Checks `req` from `remote` (`ip:port`) on a broker.
-    pub fn check(&self, remote: &str, req: &RemotingCommand) -> Result<(), Refusal> {
+    /// Checks `req` from address `ip` on a broker.
+    pub fn check(&self, ip: Option<IpAddr>, req: &RemotingCommand) -> Result<(), Refusal> {
         if !self.enabled() {
             return Ok(());
         }
-        let ip = host_of(remote);
         if self.settings.acl_enable
             && let Some(plain) = &self.plain
             && let Err(msg) = crate::plain_acl::validate(&plain.config(), req, ip)
@@ -159,14 +164,13 @@ impl AuthGate {
 
     /// Checks `req` on a NameServer: its writes need a super user (one the
     /// settings name) when authentication is on; reads pass.
-    pub fn check_namesrv(&self, remote: &str, req: &RemotingCommand) -> Result<(), Refusal> {
+    pub fn check_namesrv(&self, ip: Option<IpAddr>, req: &RemotingCommand) -> Result<(), Refusal> {
         if !self.settings.authentication_enabled
             || !request_map::is_namesrv_write(req.code)
             || self.settings.authentication_whitelist.contains(&req.code)
         {
             return Ok(());
         }
-        let ip = host_of(remote);
         let verdict = match req.ext_fields.get(ACCESS_KEY) {
             None => Err((
                 Reason::NoCredentials,
@@ -286,7 +290,11 @@ impl AuthGate {
                 "request refused: {remark}"
             );
         }
-        Refusal { code, remark }
+        Refusal {
+            code,
+            remark,
+            reason: reason.name(),
+        }
     }
 }
 

@@ -76,6 +76,8 @@ pub struct Broker {
     pub(crate) shutting_down: Arc<AtomicBool>,
     /// Timer messages (None with timerWheelEnable=false).
     pub(crate) timers: Option<Arc<TimerService>>,
+    /// Authentication and authorization of requests (docs/auth.md).
+    pub(crate) auth: Arc<basalt_auth::AuthGate>,
 }
 
 impl std::fmt::Debug for Broker {

@@ -198,6 +198,8 @@ pub struct BrokerConfig {
     pub mapped_file_size_timer_log: usize,
     /// The Prometheus exporter and the dashboard.
     pub observe: crate::metrics::settings::ObservabilityConfig,
+    /// Authentication and authorization (docs/auth.md).
+    pub auth: basalt_auth::AuthSettings,
 }
 
 impl Default for BrokerConfig {
@@ -293,6 +295,7 @@ impl Default for BrokerConfig {
             timer_flush_interval: Duration::from_millis(1000),
             mapped_file_size_timer_log: 100 * 1024 * 1024,
             observe: Default::default(),
+            auth: Default::default(),
         }
     }
 }
@@ -503,6 +506,8 @@ impl BrokerConfig {
             "timerPrecisionMs" => self.timer_precision_ms = parse_num(key, v)?,
             "timerFlushIntervalMs" => self.timer_flush_interval = parse_millis(key, v)?,
             "mappedFileSizeTimerLog" => self.mapped_file_size_timer_log = parse_num(key, v)?,
+            // The value is not quoted back: it may hold a password.
+            _ if crate::auth::set_key(&mut self.auth, key, v)? => {}
             _ => return self.observe.set(key, v),
         }
         Ok(true)

@@ -20,6 +20,7 @@
 //! * [`filter`] — subscription filters for pulls: TAG expressions and
 //!   SQL92 selectors over message properties.
 
+mod auth;
 pub mod broker;
 pub mod clients;
 pub mod config;

@@ -41,8 +41,9 @@ pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
     config.validate()?;
     let (listener, config) = bind_listener(config).await?;
     let config = Arc::new(config);
+    let auth = crate::auth::open(&config).await?;
     let (opened, replication, ha_addr) = open_and_replicate(&config).await?;
-    let broker = assemble(config, opened, Arc::new(replication), ha_addr);
+    let broker = assemble(config, opened, Arc::new(replication), ha_addr, auth);
     crate::schedule::floors::register(&broker);
     let server = serve(&broker, listener);
     tracing::info!(
@@ -231,6 +232,7 @@ fn assemble(
     o: Opened,
     replication: Arc<Replication>,
     ha_addr: String,
+    auth: Arc<basalt_auth::AuthGate>,
 ) -> Arc<Broker> {
     let waiters = Arc::new(PullWaiters::new());
     o.store.set_arrival_listener(
@@ -306,6 +308,7 @@ fn assemble(
         started_at: Instant::now(),
         shutting_down,
         timers,
+        auth,
         config,
     })
 }
