@@ -78,6 +78,8 @@ pub struct Broker {
     pub(crate) timers: Option<Arc<TimerService>>,
     /// Authentication and authorization of requests (docs/auth.md).
     pub(crate) auth: Arc<basalt_auth::AuthGate>,
+    /// TLS of the listeners and links (docs/tls.md).
+    pub(crate) transport: Arc<crate::transport_security::TransportSecurity>,
 }
 
 impl std::fmt::Debug for Broker {

@@ -200,6 +200,8 @@ pub struct BrokerConfig {
     pub observe: crate::metrics::settings::ObservabilityConfig,
     /// Authentication and authorization (docs/auth.md).
     pub auth: basalt_auth::AuthSettings,
+    /// `tls.*` and `replicationSecret` (docs/tls.md).
+    pub security: crate::transport_security::SecuritySettings,
 }
 
 impl Default for BrokerConfig {
@@ -296,6 +298,7 @@ impl Default for BrokerConfig {
             mapped_file_size_timer_log: 100 * 1024 * 1024,
             observe: Default::default(),
             auth: Default::default(),
+            security: Default::default(),
         }
     }
 }
@@ -506,6 +509,7 @@ impl BrokerConfig {
             "timerPrecisionMs" => self.timer_precision_ms = parse_num(key, v)?,
             "timerFlushIntervalMs" => self.timer_flush_interval = parse_millis(key, v)?,
             "mappedFileSizeTimerLog" => self.mapped_file_size_timer_log = parse_num(key, v)?,
+            _ if self.security.set(key, v)? => {}
             // The value is not quoted back: it may hold a password.
             _ if crate::auth::set_key(&mut self.auth, key, v)? => {}
             _ => return self.observe.set(key, v),

@@ -43,6 +43,7 @@ mod start;
 pub mod store_check;
 pub mod store_export;
 pub mod transaction;
+pub mod transport_security;
 pub mod writer;
 
 pub use broker::{Broker, BrokerError, BrokerHandle};
