@@ -22,6 +22,7 @@ mod standalone;
 
 mod admin_ops;
 mod admin_verbs;
+mod auth;
 mod bad_input;
 mod compat_cpp_client;
 mod compat_rocketmq_client_rust;
