@@ -15,10 +15,10 @@ use crate::prom;
 use crate::raw::{Raw, pull_request, send_request};
 use crate::standalone::Standalone;
 
-const ROOT: (&str, &str) = ("root", "root-secret-1");
+pub(crate) const ROOT: (&str, &str) = ("root", "root-secret-1");
 const ALICE: (&str, &str) = ("alice", "alice-secret-1");
 
-fn signed(mut cmd: RemotingCommand, who: (&str, &str)) -> RemotingCommand {
+pub(crate) fn signed(mut cmd: RemotingCommand, who: (&str, &str)) -> RemotingCommand {
     sign::sign(&mut cmd, who.0, who.1, None);
     cmd
 }
@@ -31,13 +31,13 @@ fn ext(pairs: &[(&str, &str)]) -> ExtFields {
     e
 }
 
-fn admin(code: i32, fields: &[(&str, &str)], body: &str) -> RemotingCommand {
+pub(crate) fn admin(code: i32, fields: &[(&str, &str)], body: &str) -> RemotingCommand {
     RemotingCommand::request(code)
         .with_ext(ext(fields))
         .with_body(body.as_bytes().to_vec())
 }
 
-fn create_topic(topic: &str) -> RemotingCommand {
+pub(crate) fn create_topic(topic: &str) -> RemotingCommand {
     let h = CreateTopicRequestHeader {
         topic: topic.into(),
         default_topic: Some("TBW102".into()),
@@ -53,7 +53,7 @@ fn create_topic(topic: &str) -> RemotingCommand {
     RemotingCommand::request(request::UPDATE_AND_CREATE_TOPIC).with_ext(h.to_ext())
 }
 
-fn acl_body(entries: &[(&str, &[&str], &str, &[&str])]) -> String {
+pub(crate) fn acl_body(entries: &[(&str, &[&str], &str, &[&str])]) -> String {
     let entries: Vec<serde_json::Value> = entries
         .iter()
         .map(|(r, a, d, ips)| {
@@ -63,7 +63,7 @@ fn acl_body(entries: &[(&str, &[&str], &str, &[&str])]) -> String {
     serde_json::json!({"policies": [{"policyType": "Custom", "entries": entries}]}).to_string()
 }
 
-fn ok(r: &RemotingCommand, what: &str) {
+pub(crate) fn ok(r: &RemotingCommand, what: &str) {
     assert_eq!(r.code, response::SUCCESS, "{what}: {:?}", r.remark);
 }
 

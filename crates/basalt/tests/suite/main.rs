@@ -23,6 +23,7 @@ mod standalone;
 mod admin_ops;
 mod admin_verbs;
 mod auth;
+mod auth_java;
 mod bad_input;
 mod compat_cpp_client;
 mod compat_rocketmq_client_rust;
