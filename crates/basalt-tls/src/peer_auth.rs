@@ -1,20 +1,24 @@
 //! The cluster-secret handshake of replication links (HA, ledger).
 //!
 //! Run on a fresh connection (after TLS, if any) before any protocol byte,
-//! when a secret is configured on both sides:
+//! when a secret is configured on both sides. The dialer speaks first, as
+//! it does in the HA and remoting protocols, so a permissive listener can
+//! still tell TLS from plain text by the first byte:
 //!
-//! 1. listener → dialer: `BSLT-AUTH1` (10 bytes) and a random 32-byte nonce `Ns`;
-//! 2. dialer → listener: its own nonce `Nd` (32) and
-//!    `HMAC-SHA256(secret, "dialer" | purpose | Ns | Nd)` (32);
-//! 3. the listener checks the tag (constant time) and closes the connection
-//!    on a mismatch; otherwise it answers
-//!    `HMAC-SHA256(secret, "listener" | purpose | Nd | Ns)` (32), which the
-//!    dialer checks in turn, so neither side talks to an impostor.
+//! 1. dialer → listener: `BSLT-AUTH1` (10 bytes) and a random 32-byte nonce `Nd`;
+//! 2. listener → dialer: its own nonce `Ns` (32) and
+//!    `HMAC-SHA256(secret, "listener" 0 purpose 0 Nd Ns)` (32);
+//! 3. the dialer checks that tag (constant time) and closes on a mismatch
+//!    (an impostor listener); otherwise it sends
+//!    `HMAC-SHA256(secret, "dialer" 0 purpose 0 Ns Nd)` (32), which the
+//!    listener checks before it reads a protocol byte, closing the
+//!    connection on a mismatch.
 //!
-//! Fresh nonces on both sides make a recorded exchange worthless, and the
-//! purpose ("ha", "ledger") keeps a tag of one link from opening another.
-//! The secret never crosses the wire. Without TLS the data that follows is
-//! not encrypted or integrity-protected: the handshake proves who connected,
+//! Fresh nonces on both sides make a recorded exchange worthless; the role
+//! labels keep a listener's tag from serving as a dialer's, and the purpose
+//! ("ha", "ledger") a tag of one link from opening another. The secret
+//! never crosses the wire. Without TLS the data that follows is neither
+//! encrypted nor integrity-protected: the handshake proves who connected,
 //! TLS protects what they say.
 
 use std::time::Duration;
@@ -103,21 +107,23 @@ impl PeerSecret {
         io: &mut S,
         purpose: &str,
     ) -> Result<(), AuthError> {
+        let mut hello = [0u8; MAGIC.len() + NONCE_LEN];
+        io.read_exact(&mut hello).await?;
+        let (magic, nd) = hello.split_at(MAGIC.len());
+        if magic != MAGIC {
+            return Err(AuthError::NoGreeting);
+        }
         let ns = nonce()?;
-        let mut hello = Vec::with_capacity(MAGIC.len() + NONCE_LEN);
-        hello.extend_from_slice(MAGIC);
-        hello.extend_from_slice(&ns);
-        io.write_all(&hello).await?;
+        let mut answer = Vec::with_capacity(NONCE_LEN + TAG_LEN);
+        answer.extend_from_slice(&ns);
+        answer.extend_from_slice(self.tag(b"listener", purpose, nd, &ns).as_ref());
+        io.write_all(&answer).await?;
         io.flush().await?;
-        let mut answer = [0u8; NONCE_LEN + TAG_LEN];
-        io.read_exact(&mut answer).await?;
-        let (nd, tag) = answer.split_at(NONCE_LEN);
-        if !self.verify(b"dialer", purpose, &ns, nd, tag) {
+        let mut tag = [0u8; TAG_LEN];
+        io.read_exact(&mut tag).await?;
+        if !self.verify(b"dialer", purpose, &ns, nd, &tag) {
             return Err(AuthError::BadProof);
         }
-        io.write_all(self.tag(b"listener", purpose, nd, &ns).as_ref())
-            .await?;
-        io.flush().await?;
         Ok(())
     }
 
@@ -137,23 +143,21 @@ impl PeerSecret {
         io: &mut S,
         purpose: &str,
     ) -> Result<(), AuthError> {
-        let mut hello = [0u8; MAGIC.len() + NONCE_LEN];
-        io.read_exact(&mut hello).await?;
-        let (magic, ns) = hello.split_at(MAGIC.len());
-        if magic != MAGIC {
-            return Err(AuthError::NoGreeting);
-        }
         let nd = nonce()?;
-        let mut answer = Vec::with_capacity(NONCE_LEN + TAG_LEN);
-        answer.extend_from_slice(&nd);
-        answer.extend_from_slice(self.tag(b"dialer", purpose, ns, &nd).as_ref());
-        io.write_all(&answer).await?;
+        let mut hello = Vec::with_capacity(MAGIC.len() + NONCE_LEN);
+        hello.extend_from_slice(MAGIC);
+        hello.extend_from_slice(&nd);
+        io.write_all(&hello).await?;
         io.flush().await?;
-        let mut tag = [0u8; TAG_LEN];
-        io.read_exact(&mut tag).await?;
-        if !self.verify(b"listener", purpose, &nd, ns, &tag) {
+        let mut answer = [0u8; NONCE_LEN + TAG_LEN];
+        io.read_exact(&mut answer).await?;
+        let (ns, tag) = answer.split_at(NONCE_LEN);
+        if !self.verify(b"listener", purpose, &nd, ns, tag) {
             return Err(AuthError::BadProof);
         }
+        io.write_all(self.tag(b"dialer", purpose, ns, &nd).as_ref())
+            .await?;
+        io.flush().await?;
         Ok(())
     }
 }
@@ -197,15 +201,48 @@ mod tests {
     #[tokio::test]
     async fn a_wrong_secret_is_refused_by_the_listener() {
         let (l, d) = run("s3cret", "guess").await;
+        assert!(matches!(d, Err(AuthError::BadProof)), "{d:?}");
+        assert!(l.is_err(), "{l:?}");
+    }
+
+    #[tokio::test]
+    async fn a_dialer_guessing_the_tag_is_refused() {
+        let (mut x, mut y) = tokio::io::duplex(1024);
+        let s = PeerSecret::new("s3cret").unwrap();
+        let (l, _) = tokio::join!(
+            async {
+                let r = s.accept(&mut x, "ha").await;
+                drop(x);
+                r
+            },
+            async {
+                let mut hello = MAGIC.to_vec();
+                hello.extend_from_slice(&[7u8; NONCE_LEN]);
+                y.write_all(&hello).await.unwrap();
+                let mut answer = [0u8; NONCE_LEN + TAG_LEN];
+                y.read_exact(&mut answer).await.unwrap();
+                y.write_all(&[9u8; TAG_LEN]).await.unwrap();
+                drop(y);
+            }
+        );
         assert!(matches!(l, Err(AuthError::BadProof)), "{l:?}");
-        assert!(d.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_peer_without_the_greeting_is_refused() {
+        let (mut x, mut y) = tokio::io::duplex(1024);
+        let s = PeerSecret::new("s3cret").unwrap();
+        // An HA report, as a slave without the secret would send it.
+        y.write_all(&[0u8; 64]).await.unwrap();
+        let l = s.accept(&mut x, "ha").await;
+        assert!(matches!(l, Err(AuthError::NoGreeting)), "{l:?}");
     }
 
     #[tokio::test]
     async fn a_tag_for_another_purpose_does_not_open_the_link() {
         let (mut x, mut y) = tokio::io::duplex(1024);
         let s = PeerSecret::new("k").unwrap();
-        let (l, _) = tokio::join!(
+        let (l, d) = tokio::join!(
             async {
                 let r = s.accept(&mut x, "ledger").await;
                 drop(x);
@@ -217,7 +254,8 @@ mod tests {
                 r
             }
         );
-        assert!(matches!(l, Err(AuthError::BadProof)), "{l:?}");
+        assert!(matches!(d, Err(AuthError::BadProof)), "{d:?}");
+        assert!(l.is_err(), "{l:?}");
     }
 
     #[test]
