@@ -75,7 +75,8 @@ const LOG_TABLE_MAX: usize = 4096;
 struct Failures {
     counts: [AtomicU64; 6],
     /// Per address: when it was last logged, failures since.
-    last_logged: Mutex<HashMap<Option<IpAddr>, (Instant, u64)>>,
+    /// `None`: never logged yet.
+    last_logged: Mutex<HashMap<Option<IpAddr>, (Option<Instant>, u64)>>,
 }
 
 /// The broker's (or NameServer's) authentication and authorization check.
@@ -270,10 +271,10 @@ impl AuthGate {
             if t.len() >= LOG_TABLE_MAX && !t.contains_key(&ip) {
                 t.clear();
             }
-            let e = t.entry(ip).or_insert((now - LOG_EVERY, 0));
-            if now.duration_since(e.0) >= LOG_EVERY {
+            let e = t.entry(ip).or_insert((None, 0));
+            if e.0.is_none_or(|at| now.duration_since(at) >= LOG_EVERY) {
                 let n = e.1;
-                *e = (now, 0);
+                *e = (Some(now), 0);
                 Some(n)
             } else {
                 e.1 += 1;
