@@ -70,13 +70,16 @@ const LOG_EVERY: Duration = Duration::from_secs(10);
 /// Addresses remembered for rate-bounding (the table is cleared when full).
 const LOG_TABLE_MAX: usize = 4096;
 
+/// When an address's refusals were last logged, and how many since.
+type LogState = (Option<Instant>, u64);
+
 /// Failure counters and the per-address log limiter.
 #[derive(Debug, Default)]
 struct Failures {
     counts: [AtomicU64; 6],
     /// Per address: when it was last logged, failures since.
     /// `None`: never logged yet.
-    last_logged: Mutex<HashMap<Option<IpAddr>, (Option<Instant>, u64)>>,
+    last_logged: Mutex<HashMap<Option<IpAddr>, LogState>>,
 }
 
 /// The broker's (or NameServer's) authentication and authorization check.
