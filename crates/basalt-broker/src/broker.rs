@@ -78,6 +78,10 @@ pub struct Broker {
     pub(crate) timers: Option<Arc<TimerService>>,
     /// POP consumption: in-flight messages and the revive service.
     pub(crate) pop: Arc<crate::pop::PopService>,
+    /// Authentication and authorization of requests (docs/auth.md).
+    pub(crate) auth: Arc<basalt_auth::AuthGate>,
+    /// TLS of the listeners and links (docs/tls.md).
+    pub(crate) transport: Arc<crate::transport_security::TransportSecurity>,
 }
 
 impl std::fmt::Debug for Broker {

@@ -204,6 +204,10 @@ pub struct BrokerConfig {
     /// `grpcServerPort` (RocketMQ proxy's name): its port; 0 takes any
     /// free port (tests), reported at start.
     pub grpc_server_port: u16,
+    /// Authentication and authorization (docs/auth.md).
+    pub auth: basalt_auth::AuthSettings,
+    /// `tls.*` and `replicationSecret` (docs/tls.md).
+    pub security: crate::transport_security::SecuritySettings,
 }
 
 impl Default for BrokerConfig {
@@ -301,6 +305,8 @@ impl Default for BrokerConfig {
             observe: Default::default(),
             enable_grpc_server: true,
             grpc_server_port: 8081,
+            auth: Default::default(),
+            security: Default::default(),
         }
     }
 }
@@ -513,6 +519,9 @@ impl BrokerConfig {
             "mappedFileSizeTimerLog" => self.mapped_file_size_timer_log = parse_num(key, v)?,
             "enableGrpcServer" => self.enable_grpc_server = parse_bool(key, v)?,
             "grpcServerPort" => self.grpc_server_port = parse_num(key, v)?,
+            _ if self.security.set(key, v)? => {}
+            // The value is not quoted back: it may hold a password.
+            _ if crate::auth::set_key(&mut self.auth, key, v)? => {}
             _ => return self.observe.set(key, v),
         }
         Ok(true)

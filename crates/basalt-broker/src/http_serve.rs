@@ -144,6 +144,16 @@ async fn answer(h: Handler, req: Request<Incoming>) -> Result<Response<Full<Byte
 
 /// Serves `handler` on `listener` until the returned task is aborted.
 pub fn spawn(listener: TcpListener, handler: Handler) -> JoinHandle<()> {
+    spawn_secure(listener, handler, None)
+}
+
+/// As [`spawn`], with TLS (`tls.server.mode`) on each accepted connection
+/// when `security` is given: HTTPS, and in permissive mode plain HTTP too.
+pub fn spawn_secure(
+    listener: TcpListener,
+    handler: Handler,
+    security: Option<Arc<basalt_tls::ServerSecurity>>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut conns = JoinSet::new();
         loop {
@@ -152,20 +162,36 @@ pub fn spawn(listener: TcpListener, handler: Handler) -> JoinHandle<()> {
             }
             tokio::select! {
                 accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
+                    let Ok((stream, peer)) = accepted else { continue };
                     let h = Arc::clone(&handler);
+                    let sec = security.clone();
                     conns.spawn(async move {
-                        let svc = service_fn(move |req| answer(Arc::clone(&h), req));
-                        let _ = http1::Builder::new()
-                            .keep_alive(true)
-                            .serve_connection(TokioIo::new(stream), svc)
-                            .await;
+                        match sec {
+                            None => serve_http(stream, h).await,
+                            Some(sec) => {
+                                if let Ok(up) = sec.accept(stream, peer).await {
+                                    serve_http(up, h).await;
+                                }
+                            }
+                        }
                     });
                 }
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
             }
         }
     })
+}
+
+/// Serves HTTP/1 on one connection until it closes.
+async fn serve_http<S>(io: S, h: Handler)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| answer(Arc::clone(&h), req));
+    let _ = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! * [`filter`] — subscription filters for pulls: TAG expressions and
 //!   SQL92 selectors over message properties.
 
+mod auth;
 pub mod broker;
 pub mod clients;
 pub mod config;
@@ -44,6 +45,7 @@ pub mod stats_items;
 pub mod store_check;
 pub mod store_export;
 pub mod transaction;
+pub mod transport_security;
 pub mod writer;
 
 pub use broker::{Broker, BrokerError, BrokerHandle};

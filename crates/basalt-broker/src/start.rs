@@ -33,16 +33,26 @@ use crate::schedule::DelayOffsets;
 use crate::schedule::timers::{TimerParts, TimerService};
 use crate::transaction::Transactions;
 use crate::transaction::decisions::Decisions;
+use crate::transport_security::TransportSecurity;
 use crate::writer::MessageWriter;
 use basalt_store::timer::RecoveredTimers;
 
 /// Opens the store, loads metadata, starts replication and serving.
 pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
     config.validate()?;
+    let transport = Arc::new(TransportSecurity::load(&config.security).await?);
     let (listener, config) = bind_listener(config).await?;
     let config = Arc::new(config);
-    let (opened, replication, ha_addr) = open_and_replicate(&config).await?;
-    let broker = assemble(config, opened, Arc::new(replication), ha_addr);
+    let auth = crate::auth::open(&config).await?;
+    let (opened, replication, ha_addr) = open_and_replicate(&config, &transport).await?;
+    let broker = assemble(
+        config,
+        opened,
+        Arc::new(replication),
+        ha_addr,
+        transport,
+        auth,
+    );
     crate::schedule::floors::register(&broker);
     let server = serve(&broker, listener);
     tracing::info!(
@@ -126,13 +136,14 @@ struct Opened {
 /// that is fixed when the store opens.
 async fn open_and_replicate(
     config: &Arc<BrokerConfig>,
+    transport: &TransportSecurity,
 ) -> Result<(Opened, Replication, String), BrokerError> {
     if !config.enable_dleger_commit_log {
         let opened = open_store_and_metadata(Arc::clone(config), MessageSource::CommitLog).await?;
-        let (replication, ha_addr) = start_replication(config, &opened.store).await?;
+        let (replication, ha_addr) = start_replication(config, &opened.store, transport).await?;
         return Ok((opened, replication, ha_addr));
     }
-    let started = LedgerMode::start(config).await?;
+    let started = LedgerMode::start(config, transport).await?;
     let source = started.message_source();
     let opened = match open_store_and_metadata(Arc::clone(config), source).await {
         Ok(o) => o,
@@ -187,6 +198,7 @@ async fn open_store_and_metadata(
 async fn start_replication(
     c: &BrokerConfig,
     store: &Arc<MessageStore>,
+    transport: &TransportSecurity,
 ) -> Result<(Replication, String), BrokerError> {
     let configured_ha = c.ha_addr().to_string();
     if c.broker_role == BrokerRole::Slave {
@@ -196,6 +208,7 @@ async fn start_replication(
                 report_interval: c.ha_send_heartbeat_interval,
                 housekeeping_interval: c.ha_housekeeping_interval,
                 max_chunk: (c.ha_transfer_batch_size + c.max_message_size + 64 * 1024).max(1 << 20),
+                security: transport.replication_client("ha"),
             },
             c.ha_master_address.clone(),
         );
@@ -213,6 +226,7 @@ async fn start_replication(
             housekeeping_interval: c.ha_housekeeping_interval,
             transfer_batch_size: c.ha_transfer_batch_size,
             max_gap_not_in_sync: c.ha_max_gap_not_in_sync,
+            security: transport.replication_listener("ha"),
         },
     )
     .await
@@ -231,6 +245,8 @@ fn assemble(
     o: Opened,
     replication: Arc<Replication>,
     ha_addr: String,
+    transport: Arc<TransportSecurity>,
+    auth: Arc<basalt_auth::AuthGate>,
 ) -> Arc<Broker> {
     let waiters = Arc::new(PullWaiters::new());
     o.store.set_arrival_listener(
@@ -243,7 +259,10 @@ fn assemble(
         Arc::clone(&live),
         Arc::clone(&topics),
         Arc::clone(&replication),
-        RemotingClient::new(basalt_remoting::RemotingClientConfig::default()),
+        RemotingClient::new(basalt_remoting::RemotingClientConfig {
+            security: transport.inner_client("namesrv"),
+            ..Default::default()
+        }),
         ha_addr,
     ));
     let uniq = Arc::new(UniqKeyGenerator::new(config.broker_ip1, rand::random()));
@@ -326,7 +345,9 @@ fn assemble(
         started_at: Instant::now(),
         shutting_down,
         timers,
+        auth,
         config,
+        transport,
     })
 }
 
@@ -337,6 +358,7 @@ fn serve(broker: &Arc<Broker>, listener: TcpListener) -> ServerHandle {
     server_cfg.connection.max_inflight_requests = broker.config.server_max_inflight_per_connection;
     server_cfg.max_connections = broker.config.server_max_connections;
     server_cfg.max_inflight_requests = broker.config.server_max_inflight_requests;
+    server_cfg.security = broker.transport.listener("client");
     let processor = Arc::new(BrokerProcessor::new(broker));
     RemotingServer::serve(listener, processor, server_cfg)
 }

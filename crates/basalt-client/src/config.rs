@@ -45,6 +45,18 @@ pub struct ClientConfig {
     pub serialize_type: SerializeType,
     /// Upper bound for opening a connection.
     pub connect_timeout: Duration,
+    /// TLS to NameServers and brokers (Java's `useTLS`); None: plain TCP.
+    pub tls: Option<basalt_remoting::ClientTls>,
+}
+
+/// The process-wide TLS default (Java's `-Dtls.enable=true`): set once,
+/// e.g. by the CLI's `--tls`, it is every later [`ClientConfig`]'s `tls`.
+static DEFAULT_TLS: std::sync::OnceLock<basalt_remoting::ClientTls> = std::sync::OnceLock::new();
+
+/// Makes every [`ClientConfig`] created afterwards connect with `tls`.
+/// Only the first call counts.
+pub fn set_default_tls(tls: basalt_remoting::ClientTls) {
+    let _ = DEFAULT_TLS.set(tls);
 }
 
 impl Default for ClientConfig {
@@ -62,6 +74,7 @@ impl Default for ClientConfig {
             version: basalt_common::constants::MQ_VERSION,
             serialize_type: SerializeType::Rocketmq,
             connect_timeout: Duration::from_secs(3),
+            tls: DEFAULT_TLS.get().cloned(),
         }
     }
 }

@@ -99,6 +99,12 @@ pub struct LedgerConfig {
     /// Largest entry body accepted (8 MiB): a push carries it base64-encoded in
     /// one remoting frame, which is limited to 16 MiB.
     pub max_entry_body: u64,
+    /// What the member's listener does with each connection before its
+    /// first frame: TLS and the cluster-secret handshake (docs/tls.md).
+    /// None: plain and open, as DLedger.
+    pub server_security: Option<std::sync::Arc<basalt_tls::ServerSecurity>>,
+    /// The same for the member's connections to its peers.
+    pub client_security: Option<std::sync::Arc<basalt_tls::ClientSecurity>>,
 }
 
 impl LedgerConfig {
@@ -139,6 +145,8 @@ impl LedgerConfig {
             index_file_size: INDEX_UNIT_SIZE as i64 * 5 * 1024 * 1024,
             checkpoint_interval_ms: 1000,
             max_entry_body: 8 * 1024 * 1024,
+            server_security: None,
+            client_security: None,
         }
     }
 

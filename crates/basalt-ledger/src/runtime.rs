@@ -101,7 +101,7 @@ impl Ledger {
     pub async fn start(config: LedgerConfig) -> Result<LedgerHandle, LedgerError> {
         config.validate().map_err(LedgerError::Config)?;
         let addr = config.peers[&config.self_id].clone();
-        let listener = TcpListener::bind(&addr).await?;
+        let listener = TcpListener::bind_secure(&addr, config.server_security.clone()).await?;
         Ledger::start_with_listener(config, listener).await
     }
 
@@ -112,13 +112,14 @@ impl Ledger {
         listener: TcpListener,
     ) -> Result<LedgerHandle, LedgerError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let transport = TcpTransport::start(
+        let transport = TcpTransport::start_secure(
             listener,
             &config.group,
             &config.self_id,
             &config.peers,
             tx,
             config.binary_push,
+            config.client_security.clone(),
         );
         Ledger::start_with_transport(config, transport, rx).await
     }

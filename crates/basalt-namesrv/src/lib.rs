@@ -45,6 +45,8 @@ pub struct NamesrvConfig {
     pub kv_config_path: Option<PathBuf>,
     /// Routes carry `orderTopicConf` (Java `orderMessageEnable`).
     pub order_message_enable: bool,
+    /// TLS on the listener (`tls.server.mode`, docs/tls.md); None: plain.
+    pub security: Option<std::sync::Arc<basalt_remoting::ServerSecurity>>,
 }
 
 impl Default for NamesrvConfig {
@@ -56,6 +58,7 @@ impl Default for NamesrvConfig {
             max_connections: basalt_remoting::transport::DEFAULT_MAX_CONNECTIONS,
             kv_config_path: None,
             order_message_enable: false,
+            security: None,
         }
     }
 }
@@ -92,6 +95,7 @@ impl NameServer {
         ));
         let server_config = ServerConfig {
             max_connections: config.max_connections,
+            security: config.security.clone(),
             ..ServerConfig::default()
         };
         let server =

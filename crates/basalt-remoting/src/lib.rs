@@ -23,6 +23,8 @@ pub mod json;
 pub mod protocol;
 pub mod transport;
 
+/// TLS and the cluster-secret handshake, as the transport takes them.
+pub use basalt_tls::{ClientSecurity, ClientTls, ServerSecurity, TlsSettings};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 pub use error::{DecodeError, HeaderError, RemotingError};
 pub use transport::{

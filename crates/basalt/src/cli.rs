@@ -11,6 +11,14 @@ pub struct Cli {
     /// More logging (-v, -vv, -vvv). BASALT_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// Connect to NameServers and brokers with TLS (any server certificate
+    /// is taken unless --tls-ca is given).
+    #[arg(long, global = true, env = "BASALT_TLS")]
+    pub tls: bool,
+    /// Connect with TLS and check server certificates against the CA
+    /// certificates in this PEM file (implies --tls).
+    #[arg(long, global = true, value_name = "PEM", env = "BASALT_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -597,6 +605,10 @@ pub struct NamesrvArgs {
     /// Routes carry each topic's ORDER_TOPIC_CONFIG value as orderTopicConf.
     #[arg(long)]
     pub order_message_enable: bool,
+    /// A namesrv.conf (.properties): its `tls.*` settings (docs/tls.md)
+    /// are applied; other keys are left to the flags.
+    #[arg(short = 'c', long)]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -665,6 +677,13 @@ pub enum StoreCommand {
 
 impl Cli {
     pub fn run(self) -> Result<ExitCode, String> {
+        if let Some(ca) = &self.tls_ca {
+            let tls = basalt_remoting::ClientTls::with_ca_file(ca)
+                .map_err(|e| format!("--tls-ca: {e}"))?;
+            basalt_client::config::set_default_tls(tls);
+        } else if self.tls {
+            basalt_client::config::set_default_tls(basalt_remoting::ClientTls::insecure());
+        }
         match self.command {
             Command::Standalone(a) => crate::serve::standalone(a),
             Command::Namesrv(a) => crate::serve::namesrv(a),

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use basalt_broker::transport_security::{SecuritySettings, TransportSecurity};
 use basalt_namesrv::{NameServer, NamesrvConfig};
 
 use crate::cli::{BrokerArgs, NamesrvArgs, StandaloneArgs};
@@ -76,11 +77,16 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
         let stop = ShutdownSignal::install();
         // The NameServer shares the broker's cap and this process's descriptors.
         fd_limit::warn_if_caps_exceed(2 * cfg.server_max_connections, fds);
+        let security = TransportSecurity::load(&cfg.security)
+            .await
+            .map_err(|e| format!("NameServer: {e}"))?
+            .listener("namesrv");
         let ns = NameServer::start(NamesrvConfig {
             listen: namesrv_listen,
             max_connections: cfg.server_max_connections,
             kv_config_path: Some(kv_config_path),
             order_message_enable: a.order_message_enable,
+            security,
             ..Default::default()
         })
         .await
@@ -132,17 +138,39 @@ fn default_kv_config_path() -> std::path::PathBuf {
         .join("kvConfig.json")
 }
 
+/// The NameServer's TLS from the `tls.*` keys of its config file.
+async fn namesrv_security(
+    file: Option<&std::path::Path>,
+) -> Result<Option<std::sync::Arc<basalt_remoting::ServerSecurity>>, String> {
+    let mut settings = SecuritySettings::default();
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        for (k, v) in basalt_broker::config::properties_pairs(&text) {
+            if basalt_remoting::TlsSettings::is_tls_key(&k) {
+                settings.set(&k, &v).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(TransportSecurity::load(&settings)
+        .await
+        .map_err(|e| format!("NameServer: {e}"))?
+        .listener("namesrv"))
+}
+
 pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
     let fds = fd_limit::raise_to_hard();
     rt.block_on(async move {
         let stop = ShutdownSignal::install();
         fd_limit::warn_if_caps_exceed(a.max_connections, fds);
+        let security = namesrv_security(a.config.as_deref()).await?;
         let ns = NameServer::start(NamesrvConfig {
             listen: SocketAddr::new(a.listen, a.port),
             max_connections: a.max_connections.max(1),
             kv_config_path: Some(a.kv_config.clone().unwrap_or_else(default_kv_config_path)),
             order_message_enable: a.order_message_enable,
+            security,
             ..Default::default()
         })
         .await

@@ -62,8 +62,11 @@ pub async fn start(broker: &Arc<Broker>) -> Result<HttpServers, BrokerError> {
         let addr = SocketAddr::new(o.metrics_prom_exporter_host, o.metrics_prom_exporter_port);
         if let Some(l) = bind("metrics", addr, o.ports_best_effort).await? {
             out.metrics_addr = l.local_addr().ok();
-            out.tasks
-                .push(http_serve::spawn(l, metrics_handler(Arc::clone(broker))));
+            out.tasks.push(http_serve::spawn_secure(
+                l,
+                metrics_handler(Arc::clone(broker)),
+                broker.transport.listener("metrics"),
+            ));
         }
     }
     if o.dashboard_enable {
@@ -83,7 +86,11 @@ pub async fn start(broker: &Arc<Broker>) -> Result<HttpServers, BrokerError> {
                 let d = Arc::clone(&d);
                 Box::pin(async move { d.answer(r).await })
             });
-            out.tasks.push(http_serve::spawn(l, h));
+            out.tasks.push(http_serve::spawn_secure(
+                l,
+                h,
+                broker.transport.listener("dashboard"),
+            ));
         }
     }
     Ok(out)

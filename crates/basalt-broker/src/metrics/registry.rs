@@ -71,6 +71,9 @@ pub struct BrokerMetrics {
     topics_in: LabelTable<String, TopicIn>,
     rpc: LabelTable<(i32, i32), AtomicHistogram>,
     pulls: LabelTable<String, LabelTable<String, QueuePulls>>,
+    /// Refused requests by reason (docs/auth.md); counted even when the
+    /// registry is disabled, as failures are rare.
+    auth_failures: parking_lot::Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl Default for BrokerMetrics {
@@ -87,7 +90,22 @@ impl BrokerMetrics {
             topics_in: LabelTable::sharded(MAX_TOPICS),
             rpc: LabelTable::sharded(MAX_RPC_PAIRS),
             pulls: LabelTable::new(MAX_PULL_GROUPS),
+            auth_failures: Default::default(),
         }
+    }
+
+    /// Counts one refused request (`reason` is a fixed label).
+    pub fn record_auth_failure(&self, reason: &'static str) {
+        *self.auth_failures.lock().entry(reason).or_default() += 1;
+    }
+
+    /// Refused requests so far, by reason.
+    pub fn auth_failures(&self) -> Vec<(&'static str, u64)> {
+        self.auth_failures
+            .lock()
+            .iter()
+            .map(|(r, n)| (*r, *n))
+            .collect()
     }
 
     pub fn is_enabled(&self) -> bool {

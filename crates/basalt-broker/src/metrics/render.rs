@@ -22,7 +22,23 @@ pub fn render(s: &BrokerSnapshot, m: &BrokerMetrics, store: &MessageStore) -> St
     pop(&mut e, s);
     storage(&mut e, s, store);
     replication(&mut e, s);
+    auth(&mut e, m);
     e.finish()
+}
+
+fn auth(e: &mut Exposition, m: &BrokerMetrics) {
+    e.family(
+        "basalt_auth_failures_total",
+        Kind::Counter,
+        "Requests refused by authentication or authorization, by reason.",
+    );
+    for (reason, n) in m.auth_failures() {
+        e.sample(
+            "basalt_auth_failures_total",
+            &[("reason", reason)],
+            n as f64,
+        );
+    }
 }
 
 fn traffic(e: &mut Exposition, s: &BrokerSnapshot, m: &BrokerMetrics) {

@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admin;
+mod auth_admin;
 mod batch_body;
 mod checks;
 mod client;
@@ -44,6 +45,7 @@ pub struct BrokerProcessor {
     replies: ReplyPath,
     transactions: Arc<Transactions>,
     pop: Arc<crate::pop::PopService>,
+    auth: Arc<basalt_auth::AuthGate>,
 }
 
 impl BrokerProcessor {
@@ -56,6 +58,7 @@ impl BrokerProcessor {
             replies: broker.reply_path(),
             transactions: Arc::clone(broker.transactions()),
             pop: Arc::clone(broker.pop_service()),
+            auth: Arc::clone(&broker.auth),
         }
     }
 }
@@ -92,6 +95,9 @@ impl RequestProcessor for BrokerProcessor {
         let metrics = &self.send.stats.metrics;
         let started = metrics.is_enabled().then(std::time::Instant::now);
         let code = req.code;
+        if let Some(refusal) = auth_admin::refused(&self.auth, channel, &req, metrics) {
+            return Some(refusal);
+        }
         let resp = self.handle_request(channel, req).await;
         if let Some(t) = started {
             metrics.record_rpc(code, resp.code, t.elapsed());
@@ -190,6 +196,7 @@ impl BrokerProcessor {
             request::VIEW_BROKER_STATS_DATA => stats_admin::view_broker_stats_data(a, &req),
             request::QUERY_CONSUME_QUEUE => queue_admin::query_consume_queue(a, &req),
             request::QUERY_TOPIC_CONSUME_BY_WHO => queue_admin::topic_consume_by_who(a, &req),
+            3001..=3010 => auth_admin::handle(&self.auth, &req).await,
             request::GET_CONSUMER_RUNNING_INFO => {
                 connections_admin::consumer_running_info(a, &req).await
             }

@@ -186,8 +186,13 @@ impl LedgerMode {
     /// Locks the ledger's directory and starts the ledger. The store is
     /// opened next, over [`StartedLedger::message_source`], and then
     /// [`LedgerMode::attach`]ed.
-    pub async fn start(cfg: &BrokerConfig) -> Result<StartedLedger, BrokerError> {
-        let lc = Self::ledger_config(cfg)?;
+    pub async fn start(
+        cfg: &BrokerConfig,
+        transport: &crate::transport_security::TransportSecurity,
+    ) -> Result<StartedLedger, BrokerError> {
+        let mut lc = Self::ledger_config(cfg)?;
+        lc.server_security = transport.replication_listener("ledger");
+        lc.client_security = transport.replication_client("ledger");
         let file_size = lc.data_file_size;
         let ids: Vec<NodeId> = lc.peers.keys().cloned().collect();
         let self_id = lc.self_id.clone();

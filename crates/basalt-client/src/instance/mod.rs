@@ -85,6 +85,13 @@ impl ClientInstance {
             let remoting = RemotingClient::with_handler(
                 basalt_remoting::RemotingClientConfig {
                     connect_timeout: config.connect_timeout,
+                    security: config.tls.clone().map(|tls| {
+                        Arc::new(basalt_remoting::ClientSecurity {
+                            tls: Some(tls),
+                            secret: None,
+                            purpose: "client",
+                        })
+                    }),
                     ..Default::default()
                 },
                 Arc::new(ServerRequests(weak.clone())),

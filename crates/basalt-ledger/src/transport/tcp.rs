@@ -171,8 +171,21 @@ pub struct TcpListener {
 impl TcpListener {
     /// Binds `addr` ("host:port"; port 0 picks a free port).
     pub async fn bind(addr: &str) -> std::io::Result<TcpListener> {
+        Self::bind_secure(addr, None).await
+    }
+
+    /// Binds `addr` with TLS and/or the cluster-secret handshake on every
+    /// accepted connection (an outsider failing it never gets a frame read).
+    pub async fn bind_secure(
+        addr: &str,
+        security: Option<Arc<basalt_tls::ServerSecurity>>,
+    ) -> std::io::Result<TcpListener> {
         let processor = Arc::new(LedgerProcessor::default());
-        let server = RemotingServer::bind(addr, processor.clone()).await?;
+        let config = basalt_remoting::ServerConfig {
+            security,
+            ..Default::default()
+        };
+        let server = RemotingServer::bind_with_config(addr, processor.clone(), config).await?;
         Ok(TcpListener { server, processor })
     }
 
@@ -200,8 +213,23 @@ impl TcpTransport {
         inbox: Inbox,
         binary_push: bool,
     ) -> Arc<TcpTransport> {
+        Self::start_secure(listener, group, self_id, peers, inbox, binary_push, None)
+    }
+
+    /// As [`TcpTransport::start`], dialing peers with `security` (TLS and/or
+    /// the cluster-secret handshake).
+    pub fn start_secure(
+        listener: TcpListener,
+        group: &str,
+        self_id: &NodeId,
+        peers: &BTreeMap<NodeId, String>,
+        inbox: Inbox,
+        binary_push: bool,
+        security: Option<Arc<basalt_tls::ClientSecurity>>,
+    ) -> Arc<TcpTransport> {
         let client = RemotingClient::new(RemotingClientConfig {
             connect_timeout: Duration::from_secs(1),
+            security,
             ..RemotingClientConfig::default()
         });
         let mut links = BTreeMap::new();

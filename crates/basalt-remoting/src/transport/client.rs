@@ -165,6 +165,19 @@ impl RemotingClient {
                 addr: addr.to_string(),
                 source,
             })?;
+        let stream = match &self.inner.config.security {
+            Some(sec) => tokio::time::timeout_at(connect_deadline, sec.connect(stream, addr))
+                .await
+                .map_err(|_| self.connect_timeout(addr))?
+                .map_err(|e| RemotingError::Io {
+                    addr: addr.to_string(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::ConnectionRefused,
+                        e.to_string(),
+                    ),
+                })?,
+            None => stream.into(),
+        };
         let (channel, _handle) = spawn_connection(
             stream,
             addr.to_string(),

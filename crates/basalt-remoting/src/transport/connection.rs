@@ -5,6 +5,8 @@
 //! each request until it first waits, then leaves it to a task of its own.
 //! It holds no buffer while the peer is quiet: it waits for the socket to be
 //! readable and only then takes memory to read into (see [`ReadBuffer`]).
+//! A TLS connection runs the same loops, monomorphised over its halves
+//! ([`ReadSide`]); the plain path keeps tokio's owned TCP halves.
 
 use std::future::Future;
 use std::io;
@@ -12,7 +14,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use tokio::net::TcpStream;
+use basalt_tls::Upgraded;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
@@ -64,16 +67,43 @@ impl InflightLimits {
 /// Starts the tasks of a connection and returns its channel plus a handle
 /// that completes when both tasks have stopped and `on_channel_closed` ran.
 pub(crate) fn spawn_connection<P: RequestProcessor>(
-    stream: TcpStream,
+    stream: impl Into<Upgraded>,
     label: String,
     processor: Arc<P>,
     config: &ConnectionConfig,
     server_inflight: Option<Arc<Semaphore>>,
 ) -> io::Result<(Channel, JoinHandle<()>)> {
-    let remote = stream.peer_addr()?;
-    let local = stream.local_addr()?;
-    stream.set_nodelay(true)?;
-    let (rd, wr) = stream.into_split();
+    let stream = stream.into();
+    let remote = stream.tcp().peer_addr()?;
+    let local = stream.tcp().local_addr()?;
+    stream.tcp().set_nodelay(true)?;
+    let parts = (remote, local, label, processor, config, server_inflight);
+    Ok(match stream {
+        Upgraded::Plain(s) => {
+            let (rd, wr) = s.into_split();
+            start_tasks(rd, wr, parts)
+        }
+        Upgraded::Tls(t) => {
+            let (rd, wr) = tokio::io::split(*t);
+            start_tasks(rd, wr, parts)
+        }
+    })
+}
+
+type Parts<'a, P> = (
+    std::net::SocketAddr,
+    std::net::SocketAddr,
+    String,
+    Arc<P>,
+    &'a ConnectionConfig,
+    Option<Arc<Semaphore>>,
+);
+
+fn start_tasks<P: RequestProcessor, R: ReadSide, W: AsyncWrite + Send + Unpin + 'static>(
+    rd: R,
+    wr: W,
+    (remote, local, label, processor, config, server_inflight): Parts<'_, P>,
+) -> (Channel, JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
     let channel = Channel::new(remote, local, label, tx, config.max_frame_size);
     let decoder = FrameDecoder::new(config.max_frame_size);
@@ -88,11 +118,34 @@ pub(crate) fn spawn_connection<P: RequestProcessor>(
         processor.on_channel_closed(&ch);
         tracing::debug!(peer = %ch.label(), id = ch.id(), "connection closed");
     });
-    Ok((channel, handle))
+    (channel, handle)
 }
 
-async fn read_loop<P: RequestProcessor>(
-    rd: OwnedReadHalf,
+/// The read half of a connection: waits for bytes and appends them to the
+/// buffer (0 at end of stream; WouldBlock when woken without data).
+pub(crate) trait ReadSide: Send + 'static {
+    fn read_into(&mut self, buf: &mut ReadBuffer)
+    -> impl Future<Output = io::Result<usize>> + Send;
+}
+
+impl ReadSide for OwnedReadHalf {
+    /// Takes memory only once the socket is readable.
+    async fn read_into(&mut self, buf: &mut ReadBuffer) -> io::Result<usize> {
+        self.readable().await?;
+        buf.read_with(|b| self.try_read_buf(b))
+    }
+}
+
+impl<S: AsyncRead + Send + 'static> ReadSide for tokio::io::ReadHalf<S> {
+    /// TLS: decrypted bytes come from rustls's own buffer, so there is no
+    /// readiness to wait for without reading; the buffer is reserved first.
+    async fn read_into(&mut self, buf: &mut ReadBuffer) -> io::Result<usize> {
+        buf.read_async(self).await
+    }
+}
+
+async fn read_loop<P: RequestProcessor, R: ReadSide>(
+    mut rd: R,
     channel: &Channel,
     processor: &Arc<P>,
     decoder: FrameDecoder,
@@ -126,14 +179,11 @@ async fn read_loop<P: RequestProcessor>(
         }
         // Quiet: keep no memory while waiting (a partial frame stays).
         buf.release_if_empty();
-        tokio::select! {
-            r = rd.readable() => if let Err(e) = r {
-                tracing::debug!(peer = %channel.remote_addr(), error = %e, "read failed");
-                return;
-            },
+        let read = tokio::select! {
+            r = rd.read_into(&mut buf) => r,
             _ = super::signalled(&mut close) => return,
-        }
-        match buf.read_with(|b| rd.try_read_buf(b)) {
+        };
+        match read {
             Ok(0) => return,
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

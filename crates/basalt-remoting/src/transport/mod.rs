@@ -117,6 +117,10 @@ pub struct ServerConfig {
     /// Requests processed at once over all connections; when reached, every
     /// connection's reader waits for a request to finish. At least 1.
     pub max_inflight_requests: usize,
+    /// TLS (tls.server.mode) and, on replication ports, the cluster-secret
+    /// handshake, run on each accepted connection before its first frame.
+    /// None: plain TCP straight away (the accept path as without TLS).
+    pub security: Option<Arc<basalt_tls::ServerSecurity>>,
 }
 
 impl Default for ServerConfig {
@@ -125,6 +129,7 @@ impl Default for ServerConfig {
             connection: ConnectionConfig::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_inflight_requests: DEFAULT_MAX_INFLIGHT_REQUESTS,
+            security: None,
         }
     }
 }
@@ -135,6 +140,8 @@ pub struct RemotingClientConfig {
     pub connection: ConnectionConfig,
     /// Upper bound for establishing a connection (the invoke timeout also applies).
     pub connect_timeout: Duration,
+    /// TLS and/or the cluster-secret handshake on each new connection.
+    pub security: Option<Arc<basalt_tls::ClientSecurity>>,
 }
 
 impl Default for RemotingClientConfig {
@@ -142,6 +149,7 @@ impl Default for RemotingClientConfig {
         Self {
             connection: ConnectionConfig::default(),
             connect_timeout: Duration::from_secs(3),
+            security: None,
         }
     }
 }

@@ -91,6 +91,23 @@ impl ReadBuffer {
         Ok(n)
     }
 
+    /// As [`ReadBuffer::read_with`], for a stream without readiness (TLS):
+    /// reserves the offer, then awaits the read. Cancel-safe: a read that
+    /// did not complete appended nothing.
+    pub(crate) async fn read_async<R: tokio::io::AsyncRead + Unpin>(
+        &mut self,
+        rd: &mut R,
+    ) -> io::Result<usize> {
+        use tokio::io::AsyncReadExt;
+        let offered = self.room_for_read();
+        if self.buf.capacity() - self.buf.len() < offered {
+            self.buf.reserve(offered);
+        }
+        let n = rd.read_buf(&mut self.buf).await?;
+        self.adapt(n);
+        Ok(n)
+    }
+
     /// How many bytes the next read is offered: the adaptive size, or more
     /// when a frame in progress needs more, but never more than what has
     /// already arrived (growth by doubling, paid for by the peer's bytes).

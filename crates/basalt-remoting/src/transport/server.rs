@@ -125,6 +125,21 @@ impl RefusalLog {
     }
 }
 
+/// Waits for a connection's tasks, then takes it out of the server's table.
+async fn run_registered(
+    id: u64,
+    handle: JoinHandle<()>,
+    registry: Arc<Mutex<HashMap<u64, Channel>>>,
+) {
+    let _ = handle.await;
+    let mut map = registry.lock();
+    map.remove(&id);
+    // Give back the table's memory after a crowd has left.
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to_fit();
+    }
+}
+
 async fn accept_loop<P: RequestProcessor>(
     listener: TcpListener,
     processor: Arc<P>,
@@ -152,6 +167,25 @@ async fn accept_loop<P: RequestProcessor>(
                         refusals.refused(peer, open, max_connections);
                         continue;
                     }
+                    if let Some(sec) = config.security.clone().filter(|s| !s.is_noop()) {
+                        // TLS and the cluster-secret handshake run in the
+                        // connection's own task: a slow peer holds up no accept.
+                        let (p, cc) = (processor.clone(), config.connection.clone());
+                        let (inf, registry) = (inflight.clone(), channels.clone());
+                        conns.spawn(async move {
+                            let Ok(up) = sec.accept(stream, peer).await else { return };
+                            match spawn_connection(up, peer.to_string(), p, &cc, Some(inf)) {
+                                Ok((channel, handle)) => {
+                                    tracing::debug!(%peer, id = channel.id(), tls = true, "connection accepted");
+                                    let id = channel.id();
+                                    registry.lock().insert(id, channel);
+                                    run_registered(id, handle, registry).await;
+                                }
+                                Err(e) => tracing::warn!(%peer, error = %e, "cannot set up connection"),
+                            }
+                        });
+                        continue;
+                    }
                     let spawned = spawn_connection(
                         stream,
                         peer.to_string(),
@@ -163,16 +197,7 @@ async fn accept_loop<P: RequestProcessor>(
                         Ok((channel, handle)) => {
                             let id = channel.id();
                             channels.lock().insert(id, channel);
-                            let registry = channels.clone();
-                            conns.spawn(async move {
-                                let _ = handle.await;
-                                let mut map = registry.lock();
-                                map.remove(&id);
-                                // Give back the table's memory after a crowd has left.
-                                if map.capacity() > 64 && map.len() < map.capacity() / 4 {
-                                    map.shrink_to_fit();
-                                }
-                            });
+                            conns.spawn(run_registered(id, handle, channels.clone()));
                             tracing::debug!(%peer, id, "connection accepted");
                         }
                         Err(e) => tracing::warn!(%peer, error = %e, "cannot set up connection"),

@@ -10,8 +10,7 @@
 use std::io::{self, IoSlice};
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::Channel;
@@ -27,8 +26,8 @@ const INLINE_BODY_MAX: usize = 4096;
 /// that needs more grows the buffer.
 const HEADER_ESTIMATE: usize = 256;
 
-pub(super) async fn write_loop(
-    mut wr: OwnedWriteHalf,
+pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut rx: mpsc::Receiver<RemotingCommand>,
     channel: Channel,
 ) {

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use basalt_common::record::{self, RecordHead};
 use basalt_store::signal::OffsetWatch;
 use basalt_store::{MessageStore, PutMessageStatus};
+use basalt_tls::{ServerSecurity, Upgraded};
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use super::encode_header;
@@ -26,6 +27,9 @@ pub struct HaMasterConfig {
     pub transfer_batch_size: usize,
     /// A slave further behind than this is not "in sync" (SLAVE_NOT_AVAILABLE).
     pub max_gap_not_in_sync: i64,
+    /// TLS and the cluster-secret handshake, run on each connection before
+    /// it counts as a slave (docs/tls.md). None: open, as RocketMQ's HA.
+    pub security: Option<Arc<ServerSecurity>>,
 }
 
 /// One connected slave.
@@ -84,18 +88,37 @@ impl HaMaster {
                 };
                 let Some(m) = weak.upgrade() else { return };
                 let _ = stream.set_nodelay(true);
-                tracing::info!(slave = %addr, "HA slave connected");
-                let conn = Arc::new(SlaveConnection {
-                    addr,
-                    acked: AtomicI64::new(-1),
-                    sent: AtomicI64::new(-1),
-                    closed: AtomicBool::new(false),
-                });
-                m.connections.lock().push(Arc::clone(&conn));
                 let me = Arc::clone(&m);
                 let task = tokio::spawn(async move {
                     let m = me;
-                    if let Err(e) = m.serve(stream, &conn).await {
+                    // Proven first: a peer failing the handshake never
+                    // becomes a slave (its reports are never read).
+                    let stream = match &m.cfg.security {
+                        Some(sec) if !sec.is_noop() => match sec.accept(stream, addr).await {
+                            Ok(s) => s,
+                            Err(_) => return,
+                        },
+                        _ => Upgraded::Plain(stream),
+                    };
+                    tracing::info!(slave = %addr, tls = stream.is_tls(), "HA slave connected");
+                    let conn = Arc::new(SlaveConnection {
+                        addr,
+                        acked: AtomicI64::new(-1),
+                        sent: AtomicI64::new(-1),
+                        closed: AtomicBool::new(false),
+                    });
+                    m.connections.lock().push(Arc::clone(&conn));
+                    let served = match stream {
+                        Upgraded::Plain(s) => {
+                            let (rd, wr) = s.into_split();
+                            m.serve(rd, wr, &conn).await
+                        }
+                        Upgraded::Tls(t) => {
+                            let (rd, wr) = tokio::io::split(*t);
+                            m.serve(rd, wr, &conn).await
+                        }
+                    };
+                    if let Err(e) = served {
                         tracing::warn!(slave = %conn.addr, error = %e, "HA slave connection ended");
                     }
                     conn.closed.store(true, Ordering::Release);
@@ -165,12 +188,16 @@ impl HaMaster {
         self.acked.fail();
     }
 
-    async fn serve(
+    async fn serve<R, W>(
         self: &Arc<Self>,
-        stream: TcpStream,
+        mut rd: R,
+        mut wr: W,
         conn: &Arc<SlaveConnection>,
-    ) -> std::io::Result<()> {
-        let (mut rd, mut wr) = stream.into_split();
+    ) -> std::io::Result<()>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin,
+    {
         let mut next = self.transfer_start(&mut rd, conn).await?;
         let reader = self.spawn_report_reader(rd, conn);
         let dispatch = self
@@ -221,9 +248,9 @@ impl HaMaster {
     /// where the transfer starts: there, or for an empty slave at the
     /// master's oldest data. A report past the master's end means the logs
     /// diverge.
-    async fn transfer_start(
+    async fn transfer_start<R: AsyncRead + Unpin>(
         &self,
-        rd: &mut tokio::net::tcp::OwnedReadHalf,
+        rd: &mut R,
         conn: &Arc<SlaveConnection>,
     ) -> std::io::Result<i64> {
         let mut buf = [0u8; 8];
@@ -256,9 +283,9 @@ impl HaMaster {
 
     /// Reads the slave's offset reports until the connection fails or stays
     /// silent for the housekeeping interval.
-    fn spawn_report_reader(
+    fn spawn_report_reader<R: AsyncRead + Unpin + Send + 'static>(
         self: &Arc<Self>,
-        mut rd: tokio::net::tcp::OwnedReadHalf,
+        mut rd: R,
         conn: &Arc<SlaveConnection>,
     ) -> tokio::task::JoinHandle<std::io::Result<()>> {
         let me = Arc::clone(self);

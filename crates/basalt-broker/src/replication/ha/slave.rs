@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use basalt_store::MessageStore;
+use basalt_tls::{ClientSecurity, Upgraded};
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -26,6 +27,9 @@ pub struct HaSlaveConfig {
     pub housekeeping_interval: Duration,
     /// Largest chunk accepted from the master.
     pub max_chunk: usize,
+    /// TLS and/or the cluster-secret handshake on each connection to the
+    /// master (docs/tls.md).
+    pub security: Option<Arc<ClientSecurity>>,
 }
 
 /// See the module documentation.
@@ -152,7 +156,30 @@ impl HaSlave {
                 std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
             })??;
         let _ = stream.set_nodelay(true);
-        let (mut rd, mut wr) = stream.into_split();
+        let stream = match &self.cfg.security {
+            Some(sec) => sec.connect(stream, addr).await.map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string())
+            })?,
+            None => Upgraded::Plain(stream),
+        };
+        match stream {
+            Upgraded::Plain(s) => {
+                let (rd, wr) = s.into_split();
+                self.transfer(rd, wr, addr).await
+            }
+            Upgraded::Tls(t) => {
+                let (rd, wr) = tokio::io::split(*t);
+                self.transfer(rd, wr, addr).await
+            }
+        }
+    }
+
+    /// Reports this log's end, then appends what the master sends.
+    async fn transfer<R, W>(&self, mut rd: R, mut wr: W, addr: &str) -> Result<(), SessionEnd>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let log = Arc::clone(self.store.commit_log());
         let report = |off: i64| off.to_be_bytes();
         let mut local_end = log.max_wrote_offset();
@@ -192,9 +219,9 @@ impl HaSlave {
         result
     }
 
-    async fn receive(
+    async fn receive<R: AsyncRead + Unpin>(
         &self,
-        rd: &mut tokio::net::tcp::OwnedReadHalf,
+        rd: &mut R,
         log: &Arc<basalt_store::commit_log::CommitLog>,
         local_end: &mut i64,
         reported: &tokio::sync::watch::Sender<i64>,

@@ -1,0 +1,226 @@
+//! [`ServerTls`]: the listener's rustls config, rebuilt when its files change.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use parking_lot::Mutex;
+use rustls::RootCertStore;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+
+use crate::error::TlsError;
+use crate::settings::{ClientAuthMode, TlsMode, TlsSettings, server_files};
+use crate::verify::AcceptAnyCert;
+
+/// How often at most the files are looked at for a change (on accept).
+const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The server side of TLS for one or more listeners. Owns the current
+/// rustls config; a connection accepted after a certificate, key or trust
+/// file changed gets a config built from the new files, while connections
+/// already open keep the one they started with. A change that does not load
+/// (a half-written file, a key that does not match) is logged and the
+/// previous config stays in force.
+pub struct ServerTls {
+    settings: TlsSettings,
+    mode: TlsMode,
+    current: Mutex<Arc<rustls::ServerConfig>>,
+    watch: Mutex<Watch>,
+}
+
+/// The files' modification times as of the config in force.
+struct Watch {
+    last_check: Instant,
+    stamps: Vec<Option<SystemTime>>,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("mode", &self.mode)
+            .field("cert", &self.settings.server_cert_path)
+            .finish()
+    }
+}
+
+impl ServerTls {
+    /// Loads the certificate and key the settings name. None when the mode
+    /// in force is disabled.
+    pub fn from_settings(settings: &TlsSettings) -> Result<Option<Arc<ServerTls>>, TlsError> {
+        let mode = settings.server_mode();
+        if mode == TlsMode::Disabled {
+            return Ok(None);
+        }
+        let config = build_server_config(settings)?;
+        let stamps = stamps_blocking(&server_files(settings));
+        Ok(Some(Arc::new(ServerTls {
+            settings: settings.clone(),
+            mode,
+            current: Mutex::new(config),
+            watch: Mutex::new(Watch {
+                last_check: Instant::now(),
+                stamps,
+            }),
+        })))
+    }
+
+    pub fn mode(&self) -> TlsMode {
+        self.mode
+    }
+
+    /// The config for a new connection: the files are looked at (at most
+    /// once a second) and the config rebuilt if one of them changed.
+    pub async fn config(&self) -> Arc<rustls::ServerConfig> {
+        let due = {
+            let mut w = self.watch.lock();
+            let due = w.last_check.elapsed() >= RELOAD_CHECK_INTERVAL;
+            if due {
+                w.last_check = Instant::now();
+            }
+            due
+        };
+        if due {
+            self.reload_if_changed().await;
+        }
+        self.current.lock().clone()
+    }
+
+    async fn reload_if_changed(&self) {
+        let files: Vec<PathBuf> = server_files(&self.settings)
+            .into_iter()
+            .map(Path::to_path_buf)
+            .collect();
+        let mut now = Vec::with_capacity(files.len());
+        for f in &files {
+            now.push(tokio::fs::metadata(f).await.and_then(|m| m.modified()).ok());
+        }
+        if self.watch.lock().stamps == now {
+            return;
+        }
+        let settings = self.settings.clone();
+        let built = tokio::task::spawn_blocking(move || build_server_config(&settings)).await;
+        match built {
+            Ok(Ok(config)) => {
+                *self.current.lock() = config;
+                self.watch.lock().stamps = now;
+                tracing::info!(cert = ?self.settings.server_cert_path,
+                    "TLS certificate files changed: new connections use the reloaded config");
+            }
+            Ok(Err(e)) => {
+                // Keep the old stamps: the next accept tries again.
+                tracing::warn!(error = %e, "TLS files changed but do not load; keeping the previous config");
+            }
+            Err(e) => tracing::warn!(error = %e, "TLS reload task failed"),
+        }
+    }
+}
+
+fn stamps_blocking(files: &[&Path]) -> Vec<Option<SystemTime>> {
+    files
+        .iter()
+        .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+        .collect()
+}
+
+/// Reads every certificate of a PEM file.
+pub(crate) fn read_certs(
+    what: &'static str,
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bytes = std::fs::read(path).map_err(|source| TlsError::File {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
+    let certs = certs.map_err(|e| TlsError::Pem {
+        what,
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem {
+            what,
+            path: path.to_path_buf(),
+            reason: "no CERTIFICATE block".into(),
+        });
+    }
+    Ok(certs)
+}
+
+/// Reads the private key of a PEM file (PKCS#8, PKCS#1 or SEC1). A set
+/// password is refused: rustls reads unencrypted keys only.
+pub(crate) fn read_key(
+    what: &'static str,
+    path: &Path,
+    password: Option<&str>,
+) -> Result<PrivateKeyDer<'static>, TlsError> {
+    if password.is_some() {
+        return Err(TlsError::Missing(format!(
+            "{what} {}: encrypted private keys (keyPassword) are not supported; \
+             decrypt it with `openssl pkcs8 -topk8 -nocrypt` and drop the password setting",
+            path.display()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|source| TlsError::File {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })?;
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::Pem {
+        what,
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+/// A root store of every certificate in a PEM file.
+pub(crate) fn read_roots(what: &'static str, path: &Path) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for c in read_certs(what, path)? {
+        roots.add(c)?;
+    }
+    Ok(roots)
+}
+
+fn build_server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let (Some(cert), Some(key)) = (&s.server_cert_path, &s.server_key_path) else {
+        return Err(TlsError::Missing(format!(
+            "tls.server.mode={} needs tls.server.certPath and tls.server.keyPath",
+            s.server_mode().as_str()
+        )));
+    };
+    let chain = read_certs("tls.server.certPath", cert)?;
+    let key = read_key("tls.server.keyPath", key, s.server_key_password.as_deref())?;
+    let builder = rustls::ServerConfig::builder_with_provider(crate::provider())
+        .with_safe_default_protocol_versions()?;
+    let mandatory = s.server_need_client_auth == ClientAuthMode::Require;
+    let builder = match s.server_need_client_auth {
+        ClientAuthMode::None => builder.with_no_client_auth(),
+        _ => match (&s.server_trust_cert_path, s.server_auth_client) {
+            (Some(trust), true) => {
+                let roots = Arc::new(read_roots("tls.server.trustCertPath", trust)?);
+                let v = WebPkiClientVerifier::builder_with_provider(roots, crate::provider());
+                let v = if mandatory {
+                    v
+                } else {
+                    v.allow_unauthenticated()
+                };
+                builder.with_client_cert_verifier(
+                    v.build().map_err(|e| TlsError::Verifier(e.to_string()))?,
+                )
+            }
+            (None, true) => {
+                return Err(TlsError::Missing(
+                    "tls.server.authClient=true needs tls.server.trustCertPath".into(),
+                ));
+            }
+            (_, false) => {
+                builder.with_client_cert_verifier(Arc::new(AcceptAnyCert::new(mandatory)))
+            }
+        },
+    };
+    Ok(Arc::new(builder.with_single_cert(chain, key)?))
+}
