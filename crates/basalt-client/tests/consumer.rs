@@ -495,8 +495,9 @@ async fn failed_messages_come_back_through_the_retry_topic() {
     .await;
 
     // When CONSUMER_SEND_MSG_BACK fails, the client resends to the retry topic itself.
+    // The listener is swapped before the messages exist: a long-polling
+    // pull would otherwise hand them to the old one, which never fails.
     b.state.script.lock().fail_send_back = true;
-    fill(&b, "TF", 0, 2); // offsets 2 and 3; 3 fails once
     let s = seen.clone();
     c.register_listener(move |msgs, _ctx| {
         let m = &msgs[0];
@@ -512,6 +513,7 @@ async fn failed_messages_come_back_through_the_retry_topic() {
             ConsumeStatus::Success
         }
     });
+    fill(&b, "TF", 0, 2); // offsets 2 and 3; 3 fails once
     wait_until("the resent message", || seen.lock().len() == 6).await;
     let resend = b
         .requests_with(request::SEND_MESSAGE_V2)
