@@ -87,10 +87,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
         "pull answers are always built from the mapped files",
     ),
     ("isolateLogEnable", "Basalt logs to stderr"),
-    (
-        "aclEnable",
-        "ACL is not implemented: every client is allowed",
-    ),
 ];
 
 const THREADS: &str = "requests run on one async runtime, not per-request thread pools";

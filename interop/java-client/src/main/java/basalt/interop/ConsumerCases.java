@@ -217,9 +217,15 @@ final class ConsumerCases {
     }
 
     /**
-     * Assign mode: all queues assigned and seeked to 0, polled, committed
-     * with commitSync; a second consumer of the group assigned the same
-     * queues gets only what was sent after the commit.
+     * Assign mode: all queues assigned (a new group starting from the
+     * first offset), polled, committed with commitSync; a second consumer
+     * of the group assigned the same queues gets only what was sent after
+     * the commit.
+     *
+     * No seek(): it is client-side only (no request reaches the broker),
+     * and in the 4.9.x client a pull that assign() started may still be in
+     * flight when seek() replaces its task; its result is kept, so the
+     * queue is delivered twice (seen in CI, as a Java broker would see it).
      */
     static void liteAssign(Ctx ctx) throws Exception {
         DefaultMQProducer p = ctx.producer("p");
@@ -231,9 +237,6 @@ final class ConsumerCases {
         Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
         ctx.check(mqs.size() == QUEUES, "fetchMessageQueues: %s", mqs);
         c.assign(mqs);
-        for (MessageQueue mq : mqs) {
-            c.seek(mq, 0);
-        }
         checkOnce(ctx, "assign1", pollCounts(ctx, "assign1", c, keys.size(), 60), keys);
         c.commitSync();
         Map<MessageQueue, Long> committed = new HashMap<>();
