@@ -7,6 +7,7 @@
 //! leaves out is the socket, the connection task and the client.
 //!
 //! `cargo bench -p basalt-broker --bench request_path`
+#![allow(clippy::field_reassign_with_default)] // configs read like broker.conf, one key a line
 
 use std::hint::black_box;
 use std::sync::Arc;
