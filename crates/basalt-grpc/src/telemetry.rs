@@ -3,6 +3,7 @@
 //! sends transaction check-backs to producers over it
 //! (RecoverOrphanedTransactionCommand).
 
+use basalt_auth::grpc::GrpcIdentity;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,11 +61,16 @@ impl Messaging {
     }
 
     /// Handles one command a client sent on its stream.
-    async fn on_client_command(&self, session: &Arc<Session>, cmd: TelemetryCommand) {
+    async fn on_client_command(
+        &self,
+        session: &Arc<Session>,
+        id: &GrpcIdentity,
+        cmd: TelemetryCommand,
+    ) {
         match cmd.command {
             Some(Command::Settings(s)) => {
                 *session.settings.lock() = Some(s.clone());
-                self.clients.register_producer(session).await;
+                self.clients.register_producer(session, id).await;
                 let answer = TelemetryCommand {
                     status: Some(status::ok()),
                     command: Some(Command::Settings(self.answer_settings(s))),
@@ -91,6 +97,7 @@ impl Messaging {
     pub fn telemetry(
         &self,
         session: Arc<Session>,
+        id: GrpcIdentity,
         mut inbound: tonic::Streaming<TelemetryCommand>,
     ) -> mpsc::Receiver<Result<TelemetryCommand, tonic::Status>> {
         let (tx, rx) = mpsc::channel(OUTBOUND);
@@ -101,7 +108,7 @@ impl Messaging {
                 match next {
                     Ok(cmd) => {
                         session.touch();
-                        me.on_client_command(&session, cmd).await;
+                        me.on_client_command(&session, &id, cmd).await;
                     }
                     Err(e) => {
                         tracing::debug!(client = %session.client_id, error = %e, "telemetry stream failed");
