@@ -5,17 +5,41 @@
 //! FORBIDDEN 40300, which the SDKs raise as their Unauthorized and
 //! Forbidden exceptions) and counted in `basalt_auth_failures_total`.
 
+use std::net::IpAddr;
+
 use basalt_auth::grpc::{AUTHORIZATION, DATE_TIME, GrpcCall, GrpcIdentity, GrpcRefusalKind};
 use tonic::Request;
 
 use crate::metadata;
-use crate::pb::{self, Code};
+use crate::pb::{self, Code, settings::PubSub};
 use crate::receive::name;
 use crate::service::Messaging;
 use crate::status::status;
 
-fn header<'a, T>(req: &'a Request<T>, key: &str) -> Option<&'a str> {
-    req.metadata().get(key).and_then(|v| v.to_str().ok())
+fn header<T>(req: &Request<T>, key: &str) -> Option<String> {
+    req.metadata()
+        .get(key)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// A caller's address and credential headers, kept for the commands of a
+/// stream it opened (Telemetry). No Debug: the header is replayable.
+#[derive(Clone)]
+pub(crate) struct Caller {
+    ip: Option<IpAddr>,
+    authorization: Option<String>,
+    date_time: Option<String>,
+}
+
+impl Caller {
+    pub(crate) fn of<T>(req: &Request<T>) -> Caller {
+        Caller {
+            ip: Some(metadata::peer(req).ip()),
+            authorization: header(req, AUTHORIZATION),
+            date_time: header(req, DATE_TIME),
+        }
+    }
 }
 
 impl Messaging {
@@ -27,21 +51,35 @@ impl Messaging {
         req: &Request<T>,
         call: GrpcCall<'_>,
     ) -> Result<GrpcIdentity, pb::Status> {
+        if !self.broker.auth_gate().enabled() {
+            return Ok(GrpcIdentity::default());
+        }
+        self.authorize_caller(rpc, &Caller::of(req), call)
+    }
+
+    /// [`Messaging::authorize`] with headers kept from the call that opened
+    /// a stream.
+    pub(crate) fn authorize_caller(
+        &self,
+        rpc: &str,
+        caller: &Caller,
+        call: GrpcCall<'_>,
+    ) -> Result<GrpcIdentity, pb::Status> {
         let gate = self.broker.auth_gate();
         if !gate.enabled() {
             return Ok(GrpcIdentity::default());
         }
-        let ip = Some(metadata::peer(req).ip());
-        let auth = header(req, AUTHORIZATION);
-        let date = header(req, DATE_TIME);
-        gate.check_grpc(rpc, ip, auth, date, &call).map_err(|r| {
-            self.broker.record_auth_failure(r.reason);
-            let code = match r.kind {
-                GrpcRefusalKind::Unauthorized => Code::Unauthorized,
-                GrpcRefusalKind::Forbidden => Code::Forbidden,
-            };
-            status(code, r.message)
-        })
+        let auth = caller.authorization.as_deref();
+        let date = caller.date_time.as_deref();
+        gate.check_grpc(rpc, caller.ip, auth, date, &call)
+            .map_err(|r| {
+                self.broker.record_auth_failure(r.reason);
+                let code = match r.kind {
+                    GrpcRefusalKind::Unauthorized => Code::Unauthorized,
+                    GrpcRefusalKind::Forbidden => Code::Forbidden,
+                };
+                status(code, r.message)
+            })
     }
 }
 
@@ -60,6 +98,24 @@ pub(crate) fn heartbeat(r: &pb::HeartbeatRequest) -> GrpcCall<'_> {
         }
     } else {
         GrpcCall::Unscoped
+    }
+}
+
+/// A client's Settings on its Telemetry stream: Pub on each published
+/// topic; Sub on the group and each subscribed topic.
+pub(crate) fn settings(s: &pb::Settings) -> GrpcCall<'_> {
+    match &s.pub_sub {
+        Some(PubSub::Publishing(p)) => GrpcCall::Settings {
+            publish: p.topics.iter().map(|t| t.name.as_str()).collect(),
+            group: None,
+            subscribe: Vec::new(),
+        },
+        Some(PubSub::Subscription(sub)) => GrpcCall::Settings {
+            publish: Vec::new(),
+            group: Some(name(&sub.group)),
+            subscribe: sub.subscriptions.iter().map(|e| name(&e.topic)).collect(),
+        },
+        None => GrpcCall::Unscoped,
     }
 }
 

@@ -4,12 +4,12 @@
 //! back through it), its settings as last synced, and its telemetry stream
 //! when one is open.
 
-use basalt_auth::grpc::GrpcIdentity;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use basalt_auth::grpc::GrpcIdentity;
 use basalt_broker::processor::BrokerProcessor;
 use basalt_remoting::code::request;
 use basalt_remoting::protocol::client::{HeartbeatData, ProducerData};

@@ -5,9 +5,9 @@
 //! message's commit-log offset after a `|` (RocketMQ's proxy appends the
 //! same to its handles): forwarding to the DLQ needs the stored message.
 
-use basalt_auth::grpc::GrpcIdentity;
 use std::time::Duration;
 
+use basalt_auth::grpc::GrpcIdentity;
 use basalt_broker::pop::{PopRequest, PoppedMessage};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{CommandHeader, ConsumerSendMsgBackRequestHeader};

@@ -3,9 +3,9 @@
 //! rule of a remoting send holds (limits, permissions, delay and timer
 //! routing, half messages), as in RocketMQ's proxy in local mode.
 
-use basalt_auth::grpc::GrpcIdentity;
 use std::net::SocketAddr;
 
+use basalt_auth::grpc::GrpcIdentity;
 use basalt_common::constants::{property as p, topic as reserved};
 use basalt_common::{properties, sysflag};
 use basalt_remoting::code::{request, response};

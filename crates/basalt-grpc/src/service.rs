@@ -245,17 +245,16 @@ impl MessagingService for Messaging {
                 "x-mq-client-id header is required",
             ));
         };
-        // The stream is authenticated when it opens; each command it
-        // carries acts as that identity (the settings' resources are
-        // checked by the calls that use them).
-        let who = self
-            .authorize("Telemetry", &req, GrpcCall::Unscoped)
+        // The stream is authenticated when it opens; its Settings are
+        // authorized when they come, with the same headers.
+        self.authorize("Telemetry", &req, GrpcCall::Unscoped)
             .map_err(|st| match Code::try_from(st.code) {
                 Ok(Code::Forbidden) => RpcStatus::permission_denied(st.message),
                 _ => RpcStatus::unauthenticated(st.message),
             })?;
         let session = self.clients.session(&id, metadata::peer(&req));
-        let rx = Messaging::telemetry(self, session, who, req.into_inner());
+        let caller = access::Caller::of(&req);
+        let rx = Messaging::telemetry(self, session, caller, req.into_inner());
         let out =
             futures_util::stream::unfold(
                 rx,
