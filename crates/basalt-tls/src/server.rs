@@ -289,3 +289,42 @@ fn build_server_config(
     config.alpn_protocols = extra.alpn.clone();
     Ok(Arc::new(config))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn grpc_defaults_to_permissive_with_a_made_up_certificate_and_h2() {
+        let tls = ServerTls::for_grpc(&TlsSettings::default())
+            .expect("loads")
+            .expect("not disabled");
+        assert_eq!(tls.mode(), TlsMode::Permissive);
+        assert!(tls.is_self_signed());
+        let config = tls.config().await;
+        assert_eq!(config.alpn_protocols, vec![b"h2".to_vec()]);
+        // The other listeners keep their rule: no certificate, no TLS.
+        assert!(
+            ServerTls::from_settings(&TlsSettings::default())
+                .expect("loads")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn grpc_follows_an_explicit_mode() {
+        let mut s = TlsSettings {
+            server_mode: Some(TlsMode::Disabled),
+            ..TlsSettings::default()
+        };
+        assert!(ServerTls::for_grpc(&s).expect("loads").is_none());
+        s.server_mode = Some(TlsMode::Enforcing);
+        let tls = ServerTls::for_grpc(&s).expect("loads").expect("on");
+        assert_eq!(tls.mode(), TlsMode::Enforcing);
+        // A configured certificate that cannot be read is an error, never
+        // silently replaced by a made-up one.
+        s.server_cert_path = Some("/nonexistent/cert.pem".into());
+        s.server_key_path = Some("/nonexistent/key.pem".into());
+        assert!(ServerTls::for_grpc(&s).is_err());
+    }
+}
