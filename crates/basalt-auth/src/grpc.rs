@@ -420,4 +420,133 @@ mod tests {
         assert!(GrpcCall::Publish { topic: "" }.needs().is_err());
         assert!(GrpcCall::Unscoped.needs().unwrap().is_empty());
     }
+
+    /// A fixed document; saving is not expected.
+    struct Doc(&'static str);
+
+    impl crate::store::Persist for Doc {
+        fn load(&self) -> Option<String> {
+            Some(self.0.to_string())
+        }
+        fn save(&self, _: &str) -> Result<(), String> {
+            Err("read-only".into())
+        }
+    }
+
+    const USERS: &str = r#"[
+        {"username":"alice","password":"alice-secret","userType":"Normal"},
+        {"username":"off","password":"off-secret","userType":"Normal","userStatus":"disable"}
+    ]"#;
+    const ACLS: &str = r#"[{"subject":"User:alice","policies":[{"policyType":"Custom","entries":[
+        {"resource":"Topic:T","actions":["Pub","Sub"],"decision":"Allow"},
+        {"resource":"Group:G","actions":["Sub"],"decision":"Allow"}]}]}]"#;
+
+    fn gate(authn: bool, authz: bool) -> AuthGate {
+        let store = crate::store::AuthStore::open(Box::new(Doc(USERS)), Box::new(Doc(ACLS)))
+            .expect("store");
+        let settings = crate::settings::AuthSettings {
+            authentication_enabled: authn,
+            authorization_enabled: authz,
+            ..Default::default()
+        };
+        AuthGate::new(settings, "C", Some(std::sync::Arc::new(store)), None)
+    }
+
+    fn signed(user: &str, secret: &str) -> String {
+        header(user, &date_time_mac(secret, DT))
+    }
+
+    #[test]
+    fn the_gate_refuses_forged_unknown_missing_and_denied_calls() {
+        use GrpcRefusalKind::{Forbidden, Unauthorized};
+        let g = gate(true, true);
+        let ip = Some(IpAddr::from([127, 0, 0, 1]));
+        let publish = GrpcCall::Publish { topic: "T" };
+        let check = |auth: Option<&str>, date: Option<&str>, call: &GrpcCall<'_>| {
+            g.check_grpc("SendMessage", ip, auth, date, call)
+        };
+        let good = signed("alice", "alice-secret");
+        let id = check(Some(&good), Some(DT), &publish).expect("alice may publish to T");
+        assert_eq!(id.username(), Some("alice"));
+        let refused = |r: Result<GrpcIdentity, GrpcRefusal>| r.expect_err("must be refused");
+        let r = refused(check(Some(&signed("alice", "guess")), Some(DT), &publish));
+        assert_eq!((r.kind, r.reason), (Unauthorized, "bad_signature"));
+        let r = refused(check(Some(&good), Some("20261204T171601Z"), &publish));
+        assert_eq!((r.kind, r.reason), (Unauthorized, "bad_signature"));
+        let r = refused(check(Some(&good), None, &publish));
+        assert_eq!(r.kind, Unauthorized);
+        let r = refused(check(Some(&signed("mallory", "x")), Some(DT), &publish));
+        assert_eq!((r.kind, r.reason), (Unauthorized, "unknown_user"));
+        let r = refused(check(None, Some(DT), &publish));
+        assert_eq!((r.kind, r.reason), (Unauthorized, "no_credentials"));
+        let r = refused(check(
+            Some(&signed("off", "off-secret")),
+            Some(DT),
+            &publish,
+        ));
+        assert_eq!((r.kind, r.reason), (Unauthorized, "disabled_user"));
+        let other = GrpcCall::Publish { topic: "U" };
+        let r = refused(check(Some(&good), Some(DT), &other));
+        assert_eq!((r.kind, r.reason), (Forbidden, "denied"));
+        assert!(r.message.contains("Topic:U"), "{}", r.message);
+        let consume = GrpcCall::Consume {
+            group: "G",
+            topic: "T",
+        };
+        assert!(check(Some(&good), Some(DT), &consume).is_ok());
+        let wrong_group = GrpcCall::Consume {
+            group: "H",
+            topic: "T",
+        };
+        assert_eq!(
+            refused(check(Some(&good), Some(DT), &wrong_group)).kind,
+            Forbidden
+        );
+        let counts: std::collections::HashMap<_, _> = g.failure_counts().into_iter().collect();
+        assert_eq!(counts["bad_signature"], 3);
+        assert_eq!(counts["unknown_user"], 1);
+        assert_eq!(counts["no_credentials"], 1);
+        assert_eq!(counts["disabled_user"], 1);
+        assert_eq!(counts["denied"], 2);
+    }
+
+    #[test]
+    fn the_identity_signs_remoting_commands_the_remoting_check_accepts() {
+        let g = gate(true, true);
+        let good = signed("alice", "alice-secret");
+        let id = g
+            .check_grpc(
+                "SendMessage",
+                None,
+                Some(&good),
+                Some(DT),
+                &GrpcCall::Unscoped,
+            )
+            .expect("alice");
+        let mut cmd = RemotingCommand::request(10);
+        id.sign(&mut cmd);
+        assert!(crate::sign::verify(&cmd, "alice-secret"));
+        // No check on: no identity, nothing signed.
+        let open = gate(false, false)
+            .check_grpc("SendMessage", None, None, None, &GrpcCall::Unscoped)
+            .expect("open");
+        let mut cmd = RemotingCommand::request(10);
+        open.sign(&mut cmd);
+        assert!(cmd.ext_fields.get(crate::sign::SIGNATURE).is_none());
+    }
+
+    #[test]
+    fn authorization_alone_trusts_the_named_user() {
+        let g = gate(false, true);
+        let unsigned = format!("{ALGORITHM} Credential=alice, SignedHeaders={DATE_TIME}");
+        let publish = GrpcCall::Publish { topic: "T" };
+        assert!(
+            g.check_grpc("SendMessage", None, Some(&unsigned), None, &publish)
+                .is_ok()
+        );
+        let r = g
+            .check_grpc("SendMessage", None, None, None, &publish)
+            .expect_err("no user named");
+        assert_eq!(r.kind, GrpcRefusalKind::Forbidden);
+    }
 }
