@@ -220,6 +220,7 @@ fn remoting_and_grpc_clients_share_topics() {
 fn sdk_default_tls_and_plain_text_on_one_port() {
     let Some((dir, tmp)) = setup() else { return };
     let (b, endpoints) = broker(tmp.path());
+    assert!(tls_handshake(&endpoints), "no TLS on the default gRPC port");
     let home = tmp.path().join("home");
     let tls = [("grpc.ssl", "sdk-default".to_string())];
     run_cases(&dir, &home, &endpoints, &["normal"], &tls);
@@ -387,5 +388,39 @@ fn acl_checks_the_sdk_signatures() {
     for secret in [ROOT.1, ALICE.1, "guessed-secret", "mallory-pass"] {
         assert!(!log.contains(secret), "the log holds a secret");
     }
+    drop(b);
+}
+
+/// Whether a TLS handshake (any server certificate taken) completes with
+/// the port at `endpoints`.
+fn tls_handshake(endpoints: &str) -> bool {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(endpoints)
+            .await
+            .expect("connect");
+        let dialer = basalt_remoting::ClientSecurity {
+            tls: Some(basalt_remoting::ClientTls::insecure()),
+            secret: None,
+            purpose: "test",
+        };
+        dialer.connect(tcp, endpoints).await.is_ok()
+    })
+}
+
+/// `tls.server.mode=disabled`: the gRPC port is plain text only. A TLS
+/// handshake fails; the SDK with `enableSsl(false)` works.
+#[test]
+fn disabled_takes_plain_text_only() {
+    let Some((dir, tmp)) = setup() else { return };
+    let sets = vec!["tls.server.mode=disabled".to_string()];
+    let (b, endpoints) = broker_with(tmp.path(), &sets, &[]);
+    assert!(
+        !tls_handshake(&endpoints),
+        "a TLS handshake succeeded on a plain-text port"
+    );
+    let home = tmp.path().join("home");
+    let plain = [("grpc.ssl", "false".to_string())];
+    run_cases(&dir, &home, &endpoints, &["fifo"], &plain);
     drop(b);
 }
