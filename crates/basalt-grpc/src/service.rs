@@ -117,7 +117,7 @@ impl MessagingService for Messaging {
 
     async fn heartbeat(&self, req: Request<pb::HeartbeatRequest>) -> Rpc<pb::HeartbeatResponse> {
         let checked = self.authorize("Heartbeat", &req, access::heartbeat(req.get_ref()));
-        let (s, id) = match self.session(&req).and_then(|s| checked.map(|id| (s, id))) {
+        let (s, id) = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
             Ok(x) => x,
             Err(st) => return Ok(Response::new(pb::HeartbeatResponse { status: Some(st) })),
         };
@@ -134,7 +134,7 @@ impl MessagingService for Messaging {
     ) -> Rpc<pb::SendMessageResponse> {
         let peer = metadata::peer(&req);
         let checked = self.authorize("SendMessage", &req, access::send(req.get_ref()));
-        let (s, id) = match self.session(&req).and_then(|s| checked.map(|id| (s, id))) {
+        let (s, id) = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
             Ok(x) => x,
             Err(st) => {
                 return Ok(Response::new(pb::SendMessageResponse {
@@ -210,7 +210,7 @@ impl MessagingService for Messaging {
             topic: name(&r.topic),
         };
         let checked = self.authorize("ForwardMessageToDeadLetterQueue", &req, call);
-        let st = match self.session(&req).and_then(|s| checked.map(|id| (s, id))) {
+        let st = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
             Ok((s, id)) => self.forward_to_dlq(&s, &id, req.into_inner()).await,
             Err(st) => st,
         };
@@ -225,7 +225,7 @@ impl MessagingService for Messaging {
     ) -> Rpc<pb::EndTransactionResponse> {
         let topic = name(&req.get_ref().topic);
         let checked = self.authorize("EndTransaction", &req, GrpcCall::Publish { topic });
-        let st = match self.session(&req).and_then(|s| checked.map(|id| (s, id))) {
+        let st = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
             Ok((s, id)) => self.end_transaction(&s, &id, req.into_inner()).await,
             Err(st) => st,
         };
