@@ -267,6 +267,20 @@ impl AuthGate {
         code: i32,
         remark: String,
     ) -> Refusal {
+        self.refuse_rpc(ip, &req.code.to_string(), reason, code, remark)
+    }
+
+    /// [`AuthGate::refuse`] for any protocol: `rpc` names the request in
+    /// the log line (a remoting code, a gRPC method), `code` is the
+    /// answer's code.
+    pub(crate) fn refuse_rpc(
+        &self,
+        ip: Option<IpAddr>,
+        rpc: &str,
+        reason: Reason,
+        code: i32,
+        remark: String,
+    ) -> Refusal {
         self.failures.counts[reason as usize].fetch_add(1, Ordering::Relaxed);
         let now = Instant::now();
         let suppressed = {
@@ -288,7 +302,7 @@ impl AuthGate {
             // The remark names user, resource and action; never a secret.
             tracing::warn!(
                 remote = ?ip,
-                code = req.code,
+                code = rpc,
                 reason = reason.name(),
                 suppressed,
                 "request refused: {remark}"

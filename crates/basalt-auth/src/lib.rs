@@ -9,6 +9,8 @@
 //! * request signatures ([`sign`]) as `AclClientRPCHook` computes them;
 //! * [`gate::AuthGate`]: the one check the broker and NameServer run before
 //!   dispatching a request, with failure counters and rate-bounded logs;
+//! * [`grpc`]: the same check for a 5.x SDK's gRPC call (its signed
+//!   `authorization` header, the RPC's resources);
 //! * [`admin`]: the auth admin codes 3001–3010.
 //!
 //! The broker reaches it through `AuthGate::check` and the admin handler;
@@ -17,6 +19,7 @@
 pub mod admin;
 pub mod evaluate;
 pub mod gate;
+pub mod grpc;
 pub mod ip;
 pub mod model;
 pub mod plain_acl;

@@ -99,6 +99,17 @@ impl Broker {
         &self.config
     }
 
+    /// The authentication and authorization gate, for protocols served
+    /// next to remoting (gRPC) to check their calls with.
+    pub fn auth_gate(&self) -> &Arc<basalt_auth::AuthGate> {
+        &self.auth
+    }
+
+    /// Counts a refused call in `basalt_auth_failures_total`.
+    pub fn record_auth_failure(&self, reason: &'static str) {
+        self.stats.metrics.record_auth_failure(reason);
+    }
+
     pub fn store(&self) -> &Arc<MessageStore> {
         &self.store
     }

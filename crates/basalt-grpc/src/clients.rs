@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use basalt_auth::grpc::GrpcIdentity;
 use basalt_broker::processor::BrokerProcessor;
 use basalt_remoting::code::request;
 use basalt_remoting::protocol::client::{HeartbeatData, ProducerData};
@@ -121,7 +122,7 @@ impl Clients {
     /// Registers the client with the broker as a producer of its topics
     /// (the producer group of a gRPC producer is the topic, as RocketMQ's
     /// proxy names it), so transaction check-backs find it.
-    pub async fn register_producer(&self, s: &Session) {
+    pub async fn register_producer(&self, s: &Session, id: &GrpcIdentity) {
         let topics = s.publishing_topics();
         if topics.is_empty() {
             return;
@@ -141,7 +142,8 @@ impl Clients {
                 return;
             }
         };
-        let cmd = RemotingCommand::request(request::HEART_BEAT).with_body(body);
+        let mut cmd = RemotingCommand::request(request::HEART_BEAT).with_body(body);
+        id.sign(&mut cmd);
         if let Some(resp) = self.processor.process(&s.channel, cmd).await
             && resp.code != basalt_remoting::code::response::SUCCESS
         {

@@ -14,7 +14,9 @@
 //! * `service` — the RPCs; `route`, `send`, `receive`, `telemetry` hold
 //!   their work; `convert` maps messages; `sessions` keeps clients.
 
+mod access;
 mod clients;
+mod conn;
 mod convert;
 mod metadata;
 mod receive;

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use basalt_auth::grpc::GrpcIdentity;
 use basalt_broker::pop::{PopRequest, PoppedMessage};
 use basalt_remoting::code::{request, response};
 use basalt_remoting::header::{CommandHeader, ConsumerSendMsgBackRequestHeader};
@@ -44,7 +45,7 @@ pub fn split_handle(h: &str) -> (&str, Option<i64>) {
     }
 }
 
-fn name(r: &Option<pb::Resource>) -> &str {
+pub(crate) fn name(r: &Option<pb::Resource>) -> &str {
     r.as_ref().map_or("", |r| r.name.as_str())
 }
 
@@ -52,7 +53,7 @@ fn name(r: &Option<pb::Resource>) -> &str {
 /// them all before they look at the status).
 pub type Frames = Vec<pb::ReceiveMessageResponse>;
 
-fn frame_status(s: pb::Status) -> pb::ReceiveMessageResponse {
+pub(crate) fn frame_status(s: pb::Status) -> pb::ReceiveMessageResponse {
     pb::ReceiveMessageResponse {
         content: Some(pb::receive_message_response::Content::Status(s)),
     }
@@ -278,6 +279,7 @@ impl Messaging {
     pub async fn forward_to_dlq(
         &self,
         session: &Session,
+        id: &GrpcIdentity,
         req: pb::ForwardMessageToDeadLetterQueueRequest,
     ) -> pb::Status {
         let group = name(&req.group).to_string();
@@ -298,8 +300,9 @@ impl Messaging {
             unit_mode: None,
             max_reconsume_times: Some(req.max_delivery_attempts),
         };
-        let cmd =
+        let mut cmd =
             RemotingCommand::request(request::CONSUMER_SEND_MSG_BACK).with_ext(header.to_ext());
+        id.sign(&mut cmd);
         match self.processor.process(&session.channel, cmd).await {
             Some(r) if r.code == response::SUCCESS => {}
             Some(r) => return status::from_remoting(r.code, r.remark.as_deref()),

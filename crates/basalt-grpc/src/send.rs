@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 
+use basalt_auth::grpc::GrpcIdentity;
 use basalt_common::constants::{property as p, topic as reserved};
 use basalt_common::{properties, sysflag};
 use basalt_remoting::code::{request, response};
@@ -202,6 +203,7 @@ impl Messaging {
     pub async fn send_messages(
         &self,
         session: &Session,
+        id: &GrpcIdentity,
         peer: SocketAddr,
         req: pb::SendMessageRequest,
     ) -> pb::SendMessageResponse {
@@ -231,7 +233,7 @@ impl Messaging {
         }
         let mut entries = Vec::with_capacity(req.messages.len());
         for m in &req.messages {
-            entries.push(self.send_one(session, peer, &topic, m).await);
+            entries.push(self.send_one(session, id, peer, &topic, m).await);
         }
         let overall = status::overall(entries.iter().filter_map(|e| e.status.as_ref()));
         pb::SendMessageResponse {
@@ -243,6 +245,7 @@ impl Messaging {
     async fn send_one(
         &self,
         session: &Session,
+        id: &GrpcIdentity,
         peer: SocketAddr,
         topic: &str,
         m: &pb::Message,
@@ -295,9 +298,10 @@ impl Messaging {
             max_reconsume_times: None,
             broker_name: None,
         };
-        let cmd = RemotingCommand::request(request::SEND_MESSAGE_V2)
+        let mut cmd = RemotingCommand::request(request::SEND_MESSAGE_V2)
             .with_ext(header.to_ext_v2())
             .with_body(body);
+        id.sign(&mut cmd);
         let Some(resp) = self.processor.process(&session.channel, cmd).await else {
             return failed(status(
                 Code::InternalServerError,
@@ -375,6 +379,7 @@ impl Messaging {
     pub async fn end_transaction(
         &self,
         session: &Session,
+        id: &GrpcIdentity,
         req: pb::EndTransactionRequest,
     ) -> pb::Status {
         let topic = req
@@ -413,7 +418,8 @@ impl Messaging {
             msg_id: req.message_id.clone(),
             transaction_id: Some(req.transaction_id.clone()),
         };
-        let cmd = RemotingCommand::request(request::END_TRANSACTION).with_ext(header.to_ext());
+        let mut cmd = RemotingCommand::request(request::END_TRANSACTION).with_ext(header.to_ext());
+        id.sign(&mut cmd);
         match self.processor.process(&session.channel, cmd).await {
             Some(r) if r.code == response::SUCCESS => status::ok(),
             Some(r) => {

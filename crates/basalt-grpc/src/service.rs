@@ -10,9 +10,13 @@ use basalt_broker::processor::BrokerProcessor;
 use futures_util::Stream;
 use tonic::{Request, Response, Status as RpcStatus};
 
+use basalt_auth::grpc::GrpcCall;
+
+use crate::access;
 use crate::clients::{Clients, Session};
 use crate::metadata;
 use crate::pb::{self, Code, messaging_service_server::MessagingService};
+use crate::receive::{frame_status, name};
 use crate::status::{self, status};
 use crate::transactions::OpenTransactions;
 
@@ -101,16 +105,24 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::QueryRouteRequest>,
     ) -> Rpc<pb::QueryRouteResponse> {
+        let topic = name(&req.get_ref().topic);
+        if let Err(st) = self.authorize("QueryRoute", &req, GrpcCall::Route { topic }) {
+            return Ok(Response::new(pb::QueryRouteResponse {
+                status: Some(st),
+                message_queues: Vec::new(),
+            }));
+        }
         Ok(Response::new(self.query_route(req.into_inner())))
     }
 
     async fn heartbeat(&self, req: Request<pb::HeartbeatRequest>) -> Rpc<pb::HeartbeatResponse> {
-        let s = match self.session(&req) {
-            Ok(s) => s,
+        let checked = self.authorize("Heartbeat", &req, access::heartbeat(req.get_ref()));
+        let (s, id) = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
+            Ok(x) => x,
             Err(st) => return Ok(Response::new(pb::HeartbeatResponse { status: Some(st) })),
         };
         s.touch();
-        self.clients.register_producer(&s).await;
+        self.clients.register_producer(&s, &id).await;
         Ok(Response::new(pb::HeartbeatResponse {
             status: Some(status::ok()),
         }))
@@ -121,8 +133,9 @@ impl MessagingService for Messaging {
         req: Request<pb::SendMessageRequest>,
     ) -> Rpc<pb::SendMessageResponse> {
         let peer = metadata::peer(&req);
-        let s = match self.session(&req) {
-            Ok(s) => s,
+        let checked = self.authorize("SendMessage", &req, access::send(req.get_ref()));
+        let (s, id) = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
+            Ok(x) => x,
             Err(st) => {
                 return Ok(Response::new(pb::SendMessageResponse {
                     status: Some(st),
@@ -131,7 +144,7 @@ impl MessagingService for Messaging {
             }
         };
         Ok(Response::new(
-            self.send_messages(&s, peer, req.into_inner()).await,
+            self.send_messages(&s, &id, peer, req.into_inner()).await,
         ))
     }
 
@@ -139,12 +152,18 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::QueryAssignmentRequest>,
     ) -> Rpc<pb::QueryAssignmentResponse> {
-        let group = req
-            .get_ref()
-            .group
-            .as_ref()
-            .map(|g| g.name.clone())
-            .unwrap_or_default();
+        let r = req.get_ref();
+        let call = GrpcCall::Consume {
+            group: name(&r.group),
+            topic: name(&r.topic),
+        };
+        if let Err(st) = self.authorize("QueryAssignment", &req, call) {
+            return Ok(Response::new(pb::QueryAssignmentResponse {
+                status: Some(st),
+                assignments: Vec::new(),
+            }));
+        }
+        let group = name(&req.get_ref().group).to_string();
         let fifo = self.broker.group_view(&group).is_some_and(|g| g.orderly);
         Ok(Response::new(self.query_assignment(req.into_inner(), fifo)))
     }
@@ -155,6 +174,9 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::ReceiveMessageRequest>,
     ) -> Rpc<Self::ReceiveMessageStream> {
+        if let Err(st) = self.authorize("ReceiveMessage", &req, access::receive(req.get_ref())) {
+            return Ok(Response::new(one(vec![frame_status(st)])));
+        }
         let session = metadata::client_id(&req).and_then(|id| self.clients.get(&id));
         let frames = self.receive(session.as_deref(), req.into_inner()).await;
         Ok(Response::new(one(frames)))
@@ -164,6 +186,17 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::AckMessageRequest>,
     ) -> Rpc<pb::AckMessageResponse> {
+        let r = req.get_ref();
+        let call = GrpcCall::Consume {
+            group: name(&r.group),
+            topic: name(&r.topic),
+        };
+        if let Err(st) = self.authorize("AckMessage", &req, call) {
+            return Ok(Response::new(pb::AckMessageResponse {
+                status: Some(st),
+                entries: Vec::new(),
+            }));
+        }
         Ok(Response::new(self.ack(req.into_inner()).await))
     }
 
@@ -171,8 +204,14 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Rpc<pb::ForwardMessageToDeadLetterQueueResponse> {
-        let st = match self.session(&req) {
-            Ok(s) => self.forward_to_dlq(&s, req.into_inner()).await,
+        let r = req.get_ref();
+        let call = GrpcCall::Consume {
+            group: name(&r.group),
+            topic: name(&r.topic),
+        };
+        let checked = self.authorize("ForwardMessageToDeadLetterQueue", &req, call);
+        let st = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
+            Ok((s, id)) => self.forward_to_dlq(&s, &id, req.into_inner()).await,
             Err(st) => st,
         };
         Ok(Response::new(pb::ForwardMessageToDeadLetterQueueResponse {
@@ -184,8 +223,10 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::EndTransactionRequest>,
     ) -> Rpc<pb::EndTransactionResponse> {
-        let st = match self.session(&req) {
-            Ok(s) => self.end_transaction(&s, req.into_inner()).await,
+        let topic = name(&req.get_ref().topic);
+        let checked = self.authorize("EndTransaction", &req, GrpcCall::Publish { topic });
+        let st = match checked.and_then(|id| self.session(&req).map(|s| (s, id))) {
+            Ok((s, id)) => self.end_transaction(&s, &id, req.into_inner()).await,
             Err(st) => st,
         };
         Ok(Response::new(pb::EndTransactionResponse {
@@ -204,8 +245,16 @@ impl MessagingService for Messaging {
                 "x-mq-client-id header is required",
             ));
         };
+        // The stream is authenticated when it opens; its Settings are
+        // authorized when they come, with the same headers.
+        self.authorize("Telemetry", &req, GrpcCall::Unscoped)
+            .map_err(|st| match Code::try_from(st.code) {
+                Ok(Code::Forbidden) => RpcStatus::permission_denied(st.message),
+                _ => RpcStatus::unauthenticated(st.message),
+            })?;
         let session = self.clients.session(&id, metadata::peer(&req));
-        let rx = Messaging::telemetry(self, session, req.into_inner());
+        let caller = access::Caller::of(&req);
+        let rx = Messaging::telemetry(self, session, caller, req.into_inner());
         let out =
             futures_util::stream::unfold(
                 rx,
@@ -218,12 +267,18 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::NotifyClientTerminationRequest>,
     ) -> Rpc<pb::NotifyClientTerminationResponse> {
-        let st = match metadata::client_id(&req) {
-            Some(id) => {
+        let checked = self.authorize(
+            "NotifyClientTermination",
+            &req,
+            access::termination(req.get_ref()),
+        );
+        let st = match (metadata::client_id(&req), checked) {
+            (_, Err(st)) => st,
+            (Some(id), Ok(_)) => {
                 self.clients.terminate(&id);
                 status::ok()
             }
-            None => status(Code::ClientIdRequired, "x-mq-client-id header is required"),
+            (None, Ok(_)) => status(Code::ClientIdRequired, "x-mq-client-id header is required"),
         };
         Ok(Response::new(pb::NotifyClientTerminationResponse {
             status: Some(st),
@@ -234,6 +289,14 @@ impl MessagingService for Messaging {
         &self,
         req: Request<pb::ChangeInvisibleDurationRequest>,
     ) -> Rpc<pb::ChangeInvisibleDurationResponse> {
+        let group = name(&req.get_ref().group);
+        if let Err(st) = self.authorize("ChangeInvisibleDuration", &req, GrpcCall::Group { group })
+        {
+            return Ok(Response::new(pb::ChangeInvisibleDurationResponse {
+                status: Some(st),
+                receipt_handle: String::new(),
+            }));
+        }
         Ok(Response::new(self.change_invisible(req.into_inner()).await))
     }
 }

@@ -13,6 +13,7 @@ use basalt_remoting::header::{CheckTransactionStateRequestHeader, CommandHeader}
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
+use crate::access::{self, Caller};
 use crate::clients::Session;
 use crate::convert::{self, Delivery};
 use crate::pb::{self, TelemetryCommand, settings::PubSub, telemetry_command::Command};
@@ -60,14 +61,39 @@ impl Messaging {
     }
 
     /// Handles one command a client sent on its stream.
-    async fn on_client_command(&self, session: &Arc<Session>, cmd: TelemetryCommand) {
+    async fn on_client_command(
+        &self,
+        session: &Arc<Session>,
+        caller: &Caller,
+        cmd: TelemetryCommand,
+    ) {
         match cmd.command {
             Some(Command::Settings(s)) => {
-                *session.settings.lock() = Some(s.clone());
-                self.clients.register_producer(session).await;
-                let answer = TelemetryCommand {
-                    status: Some(status::ok()),
-                    command: Some(Command::Settings(self.answer_settings(s))),
+                let answer = match self.authorize_caller("Telemetry", caller, access::settings(&s))
+                {
+                    Ok(id) => {
+                        *session.settings.lock() = Some(s.clone());
+                        self.clients.register_producer(session, &id).await;
+                        TelemetryCommand {
+                            status: Some(status::ok()),
+                            command: Some(Command::Settings(self.answer_settings(s))),
+                        }
+                    }
+                    // Refused: nothing registered, and the status says
+                    // why; the settings still come back (a publisher's with
+                    // the size limit, a subscriber's as sent, without the
+                    // group's), so the SDK's start does not hang waiting
+                    // for them and each later call meets its own check.
+                    Err(st) => {
+                        let back = match s.pub_sub {
+                            Some(PubSub::Publishing(_)) => self.answer_settings(s),
+                            _ => s,
+                        };
+                        TelemetryCommand {
+                            status: Some(st),
+                            command: Some(Command::Settings(back)),
+                        }
+                    }
                 };
                 let tx = session.telemetry.lock().clone();
                 if let Some(tx) = tx {
@@ -91,6 +117,7 @@ impl Messaging {
     pub fn telemetry(
         &self,
         session: Arc<Session>,
+        caller: Caller,
         mut inbound: tonic::Streaming<TelemetryCommand>,
     ) -> mpsc::Receiver<Result<TelemetryCommand, tonic::Status>> {
         let (tx, rx) = mpsc::channel(OUTBOUND);
@@ -101,7 +128,7 @@ impl Messaging {
                 match next {
                     Ok(cmd) => {
                         session.touch();
-                        me.on_client_command(&session, cmd).await;
+                        me.on_client_command(&session, &caller, cmd).await;
                     }
                     Err(e) => {
                         tracing::debug!(client = %session.client_id, error = %e, "telemetry stream failed");

@@ -26,8 +26,17 @@ const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 pub struct ServerTls {
     settings: TlsSettings,
     mode: TlsMode,
+    extra: Extra,
     current: Mutex<Arc<rustls::ServerConfig>>,
     watch: Mutex<Watch>,
+}
+
+/// What a listener adds to the settings: the ALPN protocols it offers and,
+/// when no certificate is configured, a self-signed one made up at start.
+#[derive(Default)]
+struct Extra {
+    alpn: Vec<Vec<u8>>,
+    self_signed: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
 }
 
 /// The files' modification times as of the config in force.
@@ -53,17 +62,49 @@ impl ServerTls {
         if mode == TlsMode::Disabled {
             return Ok(None);
         }
-        let config = build_server_config(settings)?;
+        Self::build(settings, mode, Extra::default()).map(Some)
+    }
+
+    /// TLS for the gRPC port, as RocketMQ's proxy serves it: the mode is
+    /// `tls.server.mode` when set and permissive otherwise (the 5.x SDKs
+    /// dial with TLS by default); ALPN offers `h2` only; with no
+    /// `tls.server.certPath` a self-signed certificate for `localhost` and
+    /// 127.0.0.1 is made up (the proxy's `tlsTestModeEnable`; the SDKs do
+    /// not check the server certificate). None when the mode is disabled.
+    pub fn for_grpc(settings: &TlsSettings) -> Result<Option<Arc<ServerTls>>, TlsError> {
+        let mode = settings.server_mode.unwrap_or(TlsMode::Permissive);
+        if mode == TlsMode::Disabled {
+            return Ok(None);
+        }
+        let self_signed = match &settings.server_cert_path {
+            Some(_) => None,
+            None => Some(self_signed()?),
+        };
+        let extra = Extra {
+            alpn: vec![b"h2".to_vec()],
+            self_signed,
+        };
+        Self::build(settings, mode, extra).map(Some)
+    }
+
+    /// Whether the certificate in use was made up at start.
+    pub fn is_self_signed(&self) -> bool {
+        self.extra.self_signed.is_some()
+    }
+
+    fn build(settings: &TlsSettings, mode: TlsMode, extra: Extra) -> Result<Arc<Self>, TlsError> {
+        let config = build_server_config(settings, &extra)?;
         let stamps = stamps_blocking(&server_files(settings));
-        Ok(Some(Arc::new(ServerTls {
+        Ok(Arc::new(ServerTls {
             settings: settings.clone(),
             mode,
+            extra,
             current: Mutex::new(config),
             watch: Mutex::new(Watch {
                 last_check: Instant::now(),
                 stamps,
             }),
-        })))
+        }))
     }
 
     pub fn mode(&self) -> TlsMode {
@@ -100,7 +141,12 @@ impl ServerTls {
             return;
         }
         let settings = self.settings.clone();
-        let built = tokio::task::spawn_blocking(move || build_server_config(&settings)).await;
+        let extra = Extra {
+            alpn: self.extra.alpn.clone(),
+            self_signed: (self.extra.self_signed.as_ref()).map(|(c, k)| (c.clone(), k.clone_key())),
+        };
+        let built =
+            tokio::task::spawn_blocking(move || build_server_config(&settings, &extra)).await;
         match built {
             Ok(Ok(config)) => {
                 *self.current.lock() = config;
@@ -185,15 +231,32 @@ pub(crate) fn read_roots(what: &'static str, path: &Path) -> Result<RootCertStor
     Ok(roots)
 }
 
-fn build_server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let (Some(cert), Some(key)) = (&s.server_cert_path, &s.server_key_path) else {
-        return Err(TlsError::Missing(format!(
-            "tls.server.mode={} needs tls.server.certPath and tls.server.keyPath",
-            s.server_mode().as_str()
-        )));
+/// A self-signed certificate for `localhost` and 127.0.0.1 (ECDSA P-256),
+/// made up in memory; the key never touches the disk.
+fn self_signed() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), TlsError> {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+        .map_err(|e| TlsError::Missing(format!("self-signed certificate: {e}")))?;
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(made.signing_key.serialize_der());
+    Ok((made.cert.der().clone(), PrivateKeyDer::Pkcs8(key)))
+}
+
+fn build_server_config(
+    s: &TlsSettings,
+    extra: &Extra,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let (chain, key) = match (&s.server_cert_path, &s.server_key_path, &extra.self_signed) {
+        (Some(cert), Some(key), _) => (
+            read_certs("tls.server.certPath", cert)?,
+            read_key("tls.server.keyPath", key, s.server_key_password.as_deref())?,
+        ),
+        (None, _, Some((cert, key))) => (vec![cert.clone()], key.clone_key()),
+        _ => {
+            return Err(TlsError::Missing(format!(
+                "tls.server.mode={} needs tls.server.certPath and tls.server.keyPath",
+                s.server_mode().as_str()
+            )));
+        }
     };
-    let chain = read_certs("tls.server.certPath", cert)?;
-    let key = read_key("tls.server.keyPath", key, s.server_key_password.as_deref())?;
     let builder = rustls::ServerConfig::builder_with_provider(crate::provider())
         .with_safe_default_protocol_versions()?;
     let mandatory = s.server_need_client_auth == ClientAuthMode::Require;
@@ -222,5 +285,46 @@ fn build_server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, Tls
             }
         },
     };
-    Ok(Arc::new(builder.with_single_cert(chain, key)?))
+    let mut config = builder.with_single_cert(chain, key)?;
+    config.alpn_protocols = extra.alpn.clone();
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn grpc_defaults_to_permissive_with_a_made_up_certificate_and_h2() {
+        let tls = ServerTls::for_grpc(&TlsSettings::default())
+            .expect("loads")
+            .expect("not disabled");
+        assert_eq!(tls.mode(), TlsMode::Permissive);
+        assert!(tls.is_self_signed());
+        let config = tls.config().await;
+        assert_eq!(config.alpn_protocols, vec![b"h2".to_vec()]);
+        // The other listeners keep their rule: no certificate, no TLS.
+        assert!(
+            ServerTls::from_settings(&TlsSettings::default())
+                .expect("loads")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn grpc_follows_an_explicit_mode() {
+        let mut s = TlsSettings {
+            server_mode: Some(TlsMode::Disabled),
+            ..TlsSettings::default()
+        };
+        assert!(ServerTls::for_grpc(&s).expect("loads").is_none());
+        s.server_mode = Some(TlsMode::Enforcing);
+        let tls = ServerTls::for_grpc(&s).expect("loads").expect("on");
+        assert_eq!(tls.mode(), TlsMode::Enforcing);
+        // A configured certificate that cannot be read is an error, never
+        // silently replaced by a made-up one.
+        s.server_cert_path = Some("/nonexistent/cert.pem".into());
+        s.server_key_path = Some("/nonexistent/key.pem".into());
+        assert!(ServerTls::for_grpc(&s).is_err());
+    }
 }

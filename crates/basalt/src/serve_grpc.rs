@@ -30,8 +30,9 @@ pub async fn start(broker: &BrokerHandle) -> Option<GrpcHandle> {
 pub fn print(grpc: Option<&GrpcHandle>, advertise: std::net::IpAddr, indent: &str) {
     match grpc {
         Some(g) => println!(
-            "{indent}grpc     {} (5.x SDKs: endpoints={advertise}:{})",
+            "{indent}grpc     {} tls={} (5.x SDKs: endpoints={advertise}:{})",
             g.local_addr(),
+            g.tls_mode().map_or("disabled", |m| m.as_str()),
             g.local_addr().port()
         ),
         None => println!("{indent}grpc     not served"),

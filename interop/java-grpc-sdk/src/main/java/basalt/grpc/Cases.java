@@ -213,4 +213,31 @@ final class Cases {
     static String unused(MessageView m) {
         return body(m);
     }
+
+    /**
+     * The broker must refuse this client (credentials from grpc.ak/grpc.sk):
+     * building a producer of topic grpc.refused.topic and sending one
+     * message fails with the SDK exception named by grpc.refused.expect
+     * (UnauthorizedException or ForbiddenException), and nothing is sent.
+     */
+    static void refused() throws Exception {
+        String t = System.getProperty("grpc.refused.topic", "grpc-normal");
+        String expect = System.getProperty("grpc.refused.expect", "UnauthorizedException");
+        Throwable caught = null;
+        try (Producer p = producer(t)) {
+            send("refused", p, message(t, "must-not-be-stored", "r", "refused"));
+        } catch (Throwable e) {
+            caught = e;
+        }
+        check(caught != null, "refused: the send was accepted");
+        String found = null;
+        for (Throwable c = caught; c != null && found == null; c = c.getCause()) {
+            System.out.printf("REFUSED cause %s: %s%n", c.getClass().getName(), c.getMessage());
+            if (c.getClass().getSimpleName().equals(expect)) {
+                found = c.getClass().getName();
+            }
+        }
+        check(found != null, "refused: no " + expect + " in " + caught);
+        System.out.printf("REFUSED as expected: %s%n", found);
+    }
 }

@@ -11,7 +11,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
@@ -24,7 +26,11 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 
 /**
  * Runs named cases of the RocketMQ 5 gRPC SDK against one Basalt broker:
- * {@code Main ENDPOINTS CASE...}. Topic {@code grpc-CASE} and group
+ * {@code Main ENDPOINTS CASE...}. System properties shape the clients:
+ * {@code grpc.ssl} is {@code false} (the default here: plain text),
+ * {@code true}, or {@code sdk-default} (enableSsl not called: the SDK's own
+ * default, TLS); {@code grpc.ak} and {@code grpc.sk} give credentials
+ * (StaticSessionCredentialsProvider). Topic {@code grpc-CASE} and group
  * {@code g-CASE} belong to each case (the test creates the topics). Every
  * case prints what it sent and received and fails unless each message
  * arrived exactly once (and, where the case says, at the right time). The
@@ -40,11 +46,7 @@ public final class Main {
             System.exit(2);
         }
         provider = ClientServiceProvider.loadService();
-        config = ClientConfiguration.newBuilder()
-            .setEndpoints(args[0])
-            .enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(10))
-            .build();
+        config = configuration(args[0]);
         List<String> failed = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
             String name = args[i];
@@ -66,6 +68,27 @@ public final class Main {
         System.exit(1);
     }
 
+    static ClientConfiguration configuration(String endpoints) {
+        ClientConfigurationBuilder b = ClientConfiguration.newBuilder()
+            .setEndpoints(endpoints)
+            .setRequestTimeout(Duration.ofSeconds(10));
+        String ssl = System.getProperty("grpc.ssl", "false");
+        switch (ssl) {
+            case "false": b.enableSsl(false); break;
+            case "true": b.enableSsl(true); break;
+            case "sdk-default": break;
+            default: throw new IllegalArgumentException("grpc.ssl=" + ssl);
+        }
+        String ak = System.getProperty("grpc.ak");
+        String sk = System.getProperty("grpc.sk");
+        if (ak != null) {
+            b.setCredentialProvider(new StaticSessionCredentialsProvider(ak, sk == null ? "" : sk));
+        }
+        System.out.printf("CONFIG endpoints=%s ssl=%s credentials=%s%n", endpoints, ssl,
+            ak == null ? "none" : ak);
+        return b.build();
+    }
+
     static void run(String name) throws Exception {
         switch (name) {
             case "normal": Cases.normal(); break;
@@ -77,6 +100,7 @@ public final class Main {
             case "bad-input": Cases.badInput(); break;
             case "mixed-produce": Cases.mixedProduce(); break;
             case "mixed-consume": Cases.mixedConsume(); break;
+            case "refused": Cases.refused(); break;
             default: throw new IllegalArgumentException("unknown case " + name);
         }
     }
