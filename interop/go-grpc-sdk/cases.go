@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	rmq "github.com/apache/rocketmq-clients/golang/v5"
+)
+
+// caseNormal: 20 normal messages, each received and acked exactly once.
+func caseNormal() error {
+	const t, n = "go-normal", 20
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c, err := consumer("gg-normal", t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer", c)
+	var sent []string
+	for i := 0; i < n; i++ {
+		b := fmt.Sprintf("normal-%d", i)
+		if err := send("normal", p, message(t, b, "tagA", fmt.Sprintf("key-%d", i))); err != nil {
+			return err
+		}
+		sent = append(sent, b)
+	}
+	got, err := receiveExactly("normal", c, n, 60*time.Second, 6*time.Second)
+	if err != nil {
+		return err
+	}
+	return sameBodies("normal", sent, got)
+}
+
+// caseFifo: three message groups of five; each group arrives in send order.
+func caseFifo() error {
+	const t = "go-fifo"
+	groups := []string{"ga", "gb", "gc"}
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c, err := consumer("gg-fifo", t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer", c)
+	for i := 0; i < 5; i++ {
+		for _, g := range groups {
+			m := message(t, fmt.Sprintf("%s:%d", g, i), "f")
+			m.SetMessageGroup(g)
+			if err := send("fifo", p, m); err != nil {
+				return err
+			}
+		}
+	}
+	got, err := receiveExactly("fifo", c, 15, 60*time.Second, 6*time.Second)
+	if err != nil {
+		return err
+	}
+	byGroup := map[string][]string{}
+	for _, r := range got {
+		g := strings.SplitN(r.body, ":", 2)[0]
+		if r.group != g {
+			return fmt.Errorf("fifo: %s came with message group %q", r.body, r.group)
+		}
+		byGroup[g] = append(byGroup[g], r.body)
+	}
+	for _, g := range groups {
+		want := make([]string, 0, 5)
+		for i := 0; i < 5; i++ {
+			want = append(want, fmt.Sprintf("%s:%d", g, i))
+		}
+		fmt.Printf("ORDER fifo group=%s got=%v\n", g, byGroup[g])
+		if strings.Join(byGroup[g], ",") != strings.Join(want, ",") {
+			return fmt.Errorf("fifo: group %s out of order: %v", g, byGroup[g])
+		}
+	}
+	return nil
+}
+
+// caseDelay: three messages due 3 s after sending; none arrives early.
+func caseDelay() error {
+	const t = "go-delay"
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c, err := consumer("gg-delay", t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer", c)
+	due := time.Now().Add(3 * time.Second)
+	var sent []string
+	for i := 0; i < 3; i++ {
+		b := fmt.Sprintf("delay-%d", i)
+		m := message(t, b, "d")
+		m.SetDelayTimestamp(due)
+		if err := send("delay", p, m); err != nil {
+			return err
+		}
+		sent = append(sent, b)
+	}
+	got, err := receiveExactly("delay", c, 3, 60*time.Second, 4*time.Second)
+	if err != nil {
+		return err
+	}
+	for _, r := range got {
+		early := due.Sub(r.at)
+		fmt.Printf("TIMING delay body=%s due=%s received=%s\n", r.body, due.Format(time.StampMilli),
+			r.at.Format(time.StampMilli))
+		// The broker's timer works in whole ticks: allow it a little.
+		if early > 200*time.Millisecond {
+			return fmt.Errorf("delay: %s received %v before its delivery time", r.body, early)
+		}
+	}
+	return sameBodies("delay", sent, got)
+}
+
+// checked records the broker's transaction check-backs.
+var checked = struct {
+	sync.Mutex
+	bodies []string
+}{}
+
+// resolve is the transaction checker: it commits check-commit-* and rolls
+// back anything else.
+func resolve(m *rmq.MessageView) rmq.TransactionResolution {
+	b := string(m.GetBody())
+	fmt.Printf("CHECK transaction id=%s body=%s\n", m.GetMessageId(), b)
+	checked.Lock()
+	checked.bodies = append(checked.bodies, b)
+	checked.Unlock()
+	if strings.HasPrefix(b, "check-commit") {
+		return rmq.COMMIT
+	}
+	return rmq.ROLLBACK
+}
+
+// caseTransaction: one half message committed, one rolled back, and two
+// left open for the broker's check-back (the checker commits one, rolls
+// back the other): exactly the two committed ones arrive.
+func caseTransaction() error {
+	const t = "go-transaction"
+	p, err := producer(t, &rmq.TransactionChecker{Check: resolve})
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c, err := consumer("gg-transaction", t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer", c)
+	commit := p.BeginTransaction()
+	if err := sendHalf(p, t, "commit-1", commit); err != nil {
+		return err
+	}
+	if err := commit.Commit(); err != nil {
+		return fmt.Errorf("transaction: commit: %w", err)
+	}
+	rollback := p.BeginTransaction()
+	if err := sendHalf(p, t, "rollback-1", rollback); err != nil {
+		return err
+	}
+	if err := rollback.RollBack(); err != nil {
+		return fmt.Errorf("transaction: rollback: %w", err)
+	}
+	for _, b := range []string{"check-commit-1", "check-rollback-1"} {
+		if err := sendHalf(p, t, b, p.BeginTransaction()); err != nil {
+			return err
+		}
+	}
+	got, err := receiveExactly("transaction", c, 2, 90*time.Second, 8*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := sameBodies("transaction", []string{"commit-1", "check-commit-1"}, got); err != nil {
+		return err
+	}
+	checked.Lock()
+	defer checked.Unlock()
+	fmt.Printf("COUNT transaction checked=%v\n", checked.bodies)
+	seen := map[string]bool{}
+	for _, b := range checked.bodies {
+		seen[b] = true
+	}
+	if !seen["check-commit-1"] || !seen["check-rollback-1"] {
+		return fmt.Errorf("transaction: the broker checked %v, not both open ones", checked.bodies)
+	}
+	if seen["commit-1"] || seen["rollback-1"] {
+		return fmt.Errorf("transaction: the broker checked an ended transaction: %v", checked.bodies)
+	}
+	return nil
+}
+
+func sendHalf(p rmq.Producer, topic, body string, tx rmq.Transaction) error {
+	receipts, err := p.SendWithTransaction(context.Background(), message(topic, body, "tx"), tx)
+	if err != nil {
+		return fmt.Errorf("transaction: send %s: %w", body, err)
+	}
+	for _, r := range receipts {
+		fmt.Printf("SENT transaction id=%s body=%s (half, transaction %s)\n", r.MessageID, body, r.TransactionId)
+	}
+	return nil
+}
+
+// caseInvisible: a message not acked comes back after its 10 s invisible
+// time with delivery attempt 2, and not again once acked.
+func caseInvisible() error {
+	const t = "go-invisible"
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c, err := consumer("gg-invisible", t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer", c)
+	if err := send("invisible", p, message(t, "invisible-1", "i", "k")); err != nil {
+		return err
+	}
+	first, err := receiveOne(c, 10*time.Second, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("invisible: first receive: %w", err)
+	}
+	at := time.Now()
+	fmt.Printf("RECV invisible id=%s body=%s attempt=%d (not acked)\n", first.GetMessageId(), first.GetBody(),
+		first.GetDeliveryAttempt())
+	if first.GetDeliveryAttempt() != 1 {
+		return fmt.Errorf("invisible: first delivery attempt is %d", first.GetDeliveryAttempt())
+	}
+	again, err := receiveOne(c, 10*time.Second, 40*time.Second)
+	if err != nil {
+		return fmt.Errorf("invisible: second receive: %w", err)
+	}
+	after := time.Since(at)
+	fmt.Printf("RECV invisible id=%s body=%s attempt=%d after %d ms\n", again.GetMessageId(), again.GetBody(),
+		again.GetDeliveryAttempt(), after.Milliseconds())
+	if again.GetMessageId() != first.GetMessageId() {
+		return fmt.Errorf("invisible: %s came back, not %s", again.GetMessageId(), first.GetMessageId())
+	}
+	if again.GetDeliveryAttempt() != 2 {
+		return fmt.Errorf("invisible: delivery attempt %d the second time", again.GetDeliveryAttempt())
+	}
+	if after < 8*time.Second {
+		return fmt.Errorf("invisible: back after %v, before its 10 s invisible time", after)
+	}
+	if err := c.Ack(context.Background(), again); err != nil {
+		return fmt.Errorf("invisible: ack: %w", err)
+	}
+	_, err = receiveExactly("invisible-after-ack", c, 0, 0, 12*time.Second)
+	return err
+}
+
+// caseChangeInvisible: a message received with 60 s invisible, changed to
+// 2 s, comes back long before 60 s; acked with the new receipt handle it
+// does not come back again.
+func caseChangeInvisible() error {
+	const t = "go-change-invisible"
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c, err := consumer("gg-change-invisible", t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer", c)
+	if err := send("change-invisible", p, message(t, "change-1", "c", "k")); err != nil {
+		return err
+	}
+	first, err := receiveOne(c, 60*time.Second, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("change-invisible: first receive: %w", err)
+	}
+	fmt.Printf("RECV change-invisible id=%s body=%s attempt=%d (60 s invisible)\n", first.GetMessageId(),
+		first.GetBody(), first.GetDeliveryAttempt())
+	at := time.Now()
+	oldHandle := first.GetReceiptHandle()
+	if err := c.ChangeInvisibleDuration(first, 2*time.Second); err != nil {
+		return fmt.Errorf("change-invisible: change: %w", err)
+	}
+	fmt.Printf("CHANGED change-invisible id=%s to 2 s (new receipt handle: %v)\n", first.GetMessageId(),
+		first.GetReceiptHandle() != oldHandle)
+	again, err := receiveOne(c, 20*time.Second, 40*time.Second)
+	if err != nil {
+		return fmt.Errorf("change-invisible: second receive: %w", err)
+	}
+	after := time.Since(at)
+	fmt.Printf("RECV change-invisible id=%s body=%s attempt=%d after %d ms\n", again.GetMessageId(),
+		again.GetBody(), again.GetDeliveryAttempt(), after.Milliseconds())
+	if again.GetMessageId() != first.GetMessageId() {
+		return fmt.Errorf("change-invisible: %s came back, not %s", again.GetMessageId(), first.GetMessageId())
+	}
+	if after >= 30*time.Second {
+		return fmt.Errorf("change-invisible: back only after %v", after)
+	}
+	if again.GetDeliveryAttempt() != 2 {
+		return fmt.Errorf("change-invisible: delivery attempt %d the second time", again.GetDeliveryAttempt())
+	}
+	if err := c.Ack(context.Background(), again); err != nil {
+		return fmt.Errorf("change-invisible: ack: %w", err)
+	}
+	_, err = receiveExactly("change-invisible-after-ack", c, 0, 0, 24*time.Second)
+	return err
+}
+
+// sameBodies fails unless got holds exactly the bodies sent (any order).
+func sameBodies(label string, sent []string, got []received) error {
+	var bodies []string
+	for _, r := range got {
+		bodies = append(bodies, r.body)
+	}
+	want := append([]string(nil), sent...)
+	sort.Strings(want)
+	sort.Strings(bodies)
+	if strings.Join(want, "\n") != strings.Join(bodies, "\n") {
+		return fmt.Errorf("%s: sent %v, received %v", label, want, bodies)
+	}
+	return nil
+}
