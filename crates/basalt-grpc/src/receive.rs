@@ -186,11 +186,15 @@ impl Messaging {
             Some(f) if !f.expression.trim().is_empty() => ("TAG".to_string(), f.expression.clone()),
             _ => ("TAG".to_string(), "*".to_string()),
         };
-        let queue_id = mq.map(|q| q.id).filter(|id| *id >= 0);
         Ok(PopRequest {
             group,
             topic,
-            queue_id,
+            // Every readable queue, whatever queue the request names: the
+            // proxy keeps only the broker of the request's queue and pops
+            // its "broker acting" queue (-1). The Go SDK names the next
+            // queue of the route in each receive; popping only that one
+            // left messages on the others waiting a poll per queue.
+            queue_id: None,
             max_messages: req.batch_size.clamp(1, 32) as u32,
             invisible,
             poll_timeout: poll.min(MAX_POLLING),
