@@ -27,7 +27,9 @@ func caseNormal() error {
 	var sent []string
 	for i := 0; i < n; i++ {
 		b := fmt.Sprintf("normal-%d", i)
-		if err := send("normal", p, message(t, b, "tagA", fmt.Sprintf("key-%d", i))); err != nil {
+		m := message(t, b, "tagA", fmt.Sprintf("key-%d", i), "both")
+		m.AddProperty("index", fmt.Sprint(i))
+		if err := send("normal", p, m); err != nil {
 			return err
 		}
 		sent = append(sent, b)
@@ -36,7 +38,70 @@ func caseNormal() error {
 	if err != nil {
 		return err
 	}
+	// What each message carried besides its body came back as sent.
+	for _, r := range got {
+		i := strings.TrimPrefix(r.body, "normal-")
+		want := fmt.Sprintf("tag=tagA keys=[key-%s both] index=%s group=", i, i)
+		have := fmt.Sprintf("tag=%s keys=%v index=%s group=%s", r.tag, r.keys, r.props["index"], r.group)
+		if have != want {
+			return fmt.Errorf("normal: %s came back with %s, sent with %s", r.body, have, want)
+		}
+		if r.born.IsZero() || time.Since(r.born) > time.Minute || time.Until(r.born) > time.Second {
+			return fmt.Errorf("normal: %s has born timestamp %v", r.body, r.born)
+		}
+	}
 	return sameBodies("normal", sent, got)
+}
+
+// caseFilter: nine messages of tags tagA, tagB, tagC with a user property
+// index 0..8; a tag consumer of "tagA || tagB" gets exactly the six
+// tagA/tagB ones, a SQL92 consumer of "index >= 5" exactly the last four
+// (each group gets its own copy).
+func caseFilter() error {
+	const t = "go-filter"
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	byTag, err := consumerOf("gg-filter-tag", t, rmq.NewFilterExpression("tagA || tagB"))
+	if err != nil {
+		return err
+	}
+	defer stop("tag consumer", byTag)
+	bySQL, err := consumerOf("gg-filter-sql", t, rmq.NewFilterExpressionWithType("index >= 5", rmq.SQL92))
+	if err != nil {
+		return err
+	}
+	defer stop("sql consumer", bySQL)
+	var wantTag, wantSQL []string
+	for i := 0; i < 9; i++ {
+		tag := []string{"tagA", "tagB", "tagC"}[i%3]
+		b := fmt.Sprintf("filter-%d-%s", i, tag)
+		m := message(t, b, tag)
+		m.AddProperty("index", fmt.Sprint(i))
+		if err := send("filter", p, m); err != nil {
+			return err
+		}
+		if tag != "tagC" {
+			wantTag = append(wantTag, b)
+		}
+		if i >= 5 {
+			wantSQL = append(wantSQL, b)
+		}
+	}
+	got, err := receiveExactly("filter-tag", byTag, len(wantTag), 60*time.Second, 6*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := sameBodies("filter-tag", wantTag, got); err != nil {
+		return err
+	}
+	got, err = receiveExactly("filter-sql", bySQL, len(wantSQL), 60*time.Second, 6*time.Second)
+	if err != nil {
+		return err
+	}
+	return sameBodies("filter-sql", wantSQL, got)
 }
 
 // caseFifo: three message groups of five; each group arrives in send order.
@@ -87,7 +152,8 @@ func caseFifo() error {
 	return nil
 }
 
-// caseDelay: three messages due 3 s after sending; none arrives early.
+// caseDelay: three messages due 3 s after sending; none arrives early,
+// nor more than 5 s late.
 func caseDelay() error {
 	const t = "go-delay"
 	p, err := producer(t, nil)
@@ -116,12 +182,19 @@ func caseDelay() error {
 		return err
 	}
 	for _, r := range got {
+		if r.due.UnixMilli() != due.UnixMilli() {
+			return fmt.Errorf("delay: %s came back due %v, sent due %v", r.body, r.due, due)
+		}
 		early := due.Sub(r.at)
 		fmt.Printf("TIMING delay body=%s due=%s received=%s\n", r.body, due.Format(time.StampMilli),
 			r.at.Format(time.StampMilli))
 		// The broker's timer works in whole ticks: allow it a little.
 		if early > 200*time.Millisecond {
 			return fmt.Errorf("delay: %s received %v before its delivery time", r.body, early)
+		}
+		// Nor long after: one poll of a few seconds at most.
+		if -early > 5*time.Second {
+			return fmt.Errorf("delay: %s received %v after its delivery time", r.body, -early)
 		}
 	}
 	return sameBodies("delay", sent, got)

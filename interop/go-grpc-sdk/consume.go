@@ -15,8 +15,13 @@ const receiveInvisible = 20 * time.Second
 type received struct {
 	id      string
 	body    string
+	tag     string
+	keys    []string
+	props   map[string]string
 	group   string
 	attempt int32
+	born    time.Time
+	due     time.Time
 	at      time.Time
 }
 
@@ -101,13 +106,23 @@ func receiveOne(c rmq.SimpleConsumer, invisible, deadline time.Duration) (*rmq.M
 }
 
 func describe(m *rmq.MessageView) received {
-	return received{
+	r := received{
 		id:      m.GetMessageId(),
 		body:    string(m.GetBody()),
+		tag:     str(m.GetTag()),
+		keys:    m.GetKeys(),
+		props:   m.GetProperties(),
 		group:   str(m.GetMessageGroup()),
 		attempt: m.GetDeliveryAttempt(),
 		at:      time.Now(),
 	}
+	if b := m.GetBornTimestamp(); b != nil {
+		r.born = *b
+	}
+	if d := m.GetDeliveryTimestamp(); d != nil {
+		r.due = *d
+	}
+	return r
 }
 
 // send sends m and prints its receipt.

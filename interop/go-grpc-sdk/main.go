@@ -30,6 +30,7 @@ var endpoint string
 // cases maps a case name to its function.
 var cases = map[string]func() error{
 	"normal":           caseNormal,
+	"filter":           caseFilter,
 	"fifo":             caseFifo,
 	"delay":            caseDelay,
 	"transaction":      caseTransaction,
@@ -118,9 +119,15 @@ func producer(topic string, checker *rmq.TransactionChecker) (rmq.Producer, erro
 // consumer starts a SimpleConsumer of group subscribed to every tag of
 // topic, long polling 5 s per receive.
 func consumer(group, topic string) (rmq.SimpleConsumer, error) {
+	return consumerOf(group, topic, rmq.SUB_ALL)
+}
+
+// consumerOf starts a SimpleConsumer of group subscribed to topic with
+// filter.
+func consumerOf(group, topic string, filter *rmq.FilterExpression) (rmq.SimpleConsumer, error) {
 	c, err := rmq.NewSimpleConsumer(config(group),
 		rmq.WithAwaitDuration(5*time.Second),
-		rmq.WithSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}),
+		rmq.WithSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: filter}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("new simple consumer: %w", err)

@@ -4,9 +4,12 @@
 //! `gogrpcsdk`, which checks itself (every message exactly once, printed
 //! as sent and received, counted) and ends with ALL PASSED:
 //! * `normal`: 20 messages, each received and acked once by a
-//!   SimpleConsumer;
+//!   SimpleConsumer, with the tag, keys, user property and born time sent;
+//! * `filter`: a tag consumer (`tagA || tagB`) and a SQL92 consumer
+//!   (`index >= 5`) of one topic each get exactly their messages;
 //! * `fifo`: three message groups of five, each group in send order;
-//! * `delay`: three messages with a delivery time 3 s ahead, none early;
+//! * `delay`: three messages with a delivery time 3 s ahead, none early,
+//!   each carrying that time;
 //! * `transaction`: one committed, one rolled back, two resolved by the
 //!   producer's transaction checker on the broker's check-back (one
 //!   committed, one rolled back): exactly the two committed arrive;
@@ -30,8 +33,13 @@ const FAMILY: &str = "go-grpc-sdk";
 /// One case's run (each waits at most 90 s for its messages, then settles).
 const CASE_DEADLINE: Duration = Duration::from_secs(180);
 
-/// Transaction check-backs within about a second (the `transaction` case).
-const BROKER_SETS: &[&str] = &["transactionCheckInterval=1000", "transactionTimeOut=1000"];
+/// Transaction check-backs within about a second (the `transaction` case);
+/// SQL92 filters (the `filter` case).
+const BROKER_SETS: &[&str] = &[
+    "transactionCheckInterval=1000",
+    "transactionTimeOut=1000",
+    "enablePropertyFilter=true",
+];
 
 /// A free loopback port for the gRPC server.
 fn free_port() -> u16 {
@@ -135,7 +143,7 @@ fn run_all(cases: &[&str]) {
 
 #[test]
 fn producers_and_simple_consumers() {
-    run_all(&["normal", "fifo", "delay", "transaction"]);
+    run_all(&["normal", "filter", "fifo", "delay", "transaction"]);
 }
 
 #[test]
