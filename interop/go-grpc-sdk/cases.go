@@ -339,8 +339,9 @@ func caseInvisible() error {
 }
 
 // caseChangeInvisible: a message received with 60 s invisible, changed to
-// 2 s, comes back long before 60 s; acked with the new receipt handle it
-// does not come back again.
+// 2 s, comes back long before 60 s (an ack with the replaced receipt handle
+// does not keep it away); acked with the new handle it does not come back
+// again.
 func caseChangeInvisible() error {
 	const t = "go-change-invisible"
 	p, err := producer(t, nil)
@@ -363,12 +364,20 @@ func caseChangeInvisible() error {
 	fmt.Printf("RECV change-invisible id=%s body=%s attempt=%d (60 s invisible)\n", first.GetMessageId(),
 		first.GetBody(), first.GetDeliveryAttempt())
 	at := time.Now()
-	oldHandle := first.GetReceiptHandle()
+	// The view as received: the SDK puts the new handle into first.
+	stale := *first
 	if err := c.ChangeInvisibleDuration(first, 2*time.Second); err != nil {
 		return fmt.Errorf("change-invisible: change: %w", err)
 	}
 	fmt.Printf("CHANGED change-invisible id=%s to 2 s (new receipt handle: %v)\n", first.GetMessageId(),
-		first.GetReceiptHandle() != oldHandle)
+		first.GetReceiptHandle() != stale.GetReceiptHandle())
+	if first.GetReceiptHandle() == stale.GetReceiptHandle() {
+		return fmt.Errorf("change-invisible: the change gave no new receipt handle")
+	}
+	// An ack with the handle the change replaced must not ack the message
+	// (the SDK returns no error either way: it ignores the ack's status).
+	_ = c.Ack(context.Background(), &stale)
+	fmt.Printf("ACKED change-invisible id=%s with the replaced handle\n", stale.GetMessageId())
 	again, err := receiveOne(c, 20*time.Second, 40*time.Second)
 	if err != nil {
 		return fmt.Errorf("change-invisible: second receive: %w", err)
