@@ -415,3 +415,101 @@ func sameBodies(label string, sent []string, got []received) error {
 	}
 	return nil
 }
+
+// caseShared: two SimpleConsumers of one group receive 30 messages at the
+// same time: together they get each exactly once.
+func caseShared() error {
+	const t, g, n = "go-shared", "gg-shared", 30
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c1, err := consumer(g, t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer 1", c1)
+	c2, err := consumer(g, t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer 2", c2)
+	var sent []string
+	for i := 0; i < n; i++ {
+		b := fmt.Sprintf("shared-%d", i)
+		if err := send("shared", p, message(t, b, "s")); err != nil {
+			return err
+		}
+		sent = append(sent, b)
+	}
+	var mu sync.Mutex
+	var got []received
+	total := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got)
+	}
+	errs := make(chan error, 2)
+	for k, c := range []rmq.SimpleConsumer{c1, c2} {
+		go func(label string, c rmq.SimpleConsumer) {
+			end := time.Now().Add(60 * time.Second)
+			for total() < n && time.Now().Before(end) {
+				views, err := receive(c, 4, receiveInvisible)
+				if err != nil {
+					errs <- fmt.Errorf("%s: receive: %w", label, err)
+					return
+				}
+				for _, m := range views {
+					r := describe(m)
+					fmt.Printf("RECV %s id=%s body=%s attempt=%d\n", label, r.id, r.body, r.attempt)
+					if err := c.Ack(context.Background(), m); err != nil {
+						errs <- fmt.Errorf("%s: ack %s: %w", label, r.id, err)
+						return
+					}
+					mu.Lock()
+					got = append(got, r)
+					mu.Unlock()
+				}
+			}
+			errs <- nil
+		}(fmt.Sprintf("shared-%d", k+1), c)
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	// Nothing more for either (a duplicate would show here or in the count).
+	for k, c := range []rmq.SimpleConsumer{c1, c2} {
+		label := fmt.Sprintf("shared-%d-after", k+1)
+		if _, err := receiveExactly(label, c, 0, 0, 6*time.Second); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("COUNT shared received=%d expected=%d\n", len(got), n)
+	return sameBodies("shared", sent, got)
+}
+
+// caseBadInput: a send to a topic that does not exist and one over the
+// broker's size limit are refused; a good send works after them.
+func caseBadInput() error {
+	const t = "go-bad-input"
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	if err := send("bad-input", p, message("go-no-such-topic", "x", "t")); err == nil {
+		return fmt.Errorf("bad-input: a send to an unknown topic succeeded")
+	} else {
+		fmt.Printf("REFUSED bad-input unknown topic: %v\n", err)
+	}
+	big := &rmq.Message{Topic: t, Body: make([]byte, 4*1024*1024+1)}
+	if err := send("bad-input", p, big); err == nil {
+		return fmt.Errorf("bad-input: an oversized message was taken")
+	} else {
+		fmt.Printf("REFUSED bad-input oversized: %v\n", err)
+	}
+	return send("bad-input", p, message(t, "after-bad-input", "t"))
+}

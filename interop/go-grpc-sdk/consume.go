@@ -129,13 +129,21 @@ func describe(m *rmq.MessageView) received {
 func send(label string, p rmq.Producer, m *rmq.Message) error {
 	receipts, err := p.Send(context.Background(), m)
 	if err != nil {
-		return fmt.Errorf("%s: send %s: %w", label, m.Body, err)
+		return fmt.Errorf("%s: send %s: %w", label, short(m.Body), err)
 	}
 	if len(receipts) != 1 {
-		return fmt.Errorf("%s: send %s: %d receipts", label, m.Body, len(receipts))
+		return fmt.Errorf("%s: send %s: %d receipts", label, short(m.Body), len(receipts))
 	}
-	fmt.Printf("SENT %s id=%s body=%s\n", label, receipts[0].MessageID, m.Body)
+	fmt.Printf("SENT %s id=%s body=%s\n", label, receipts[0].MessageID, short(m.Body))
 	return nil
+}
+
+// short is a body for printing: at most 64 bytes of it.
+func short(body []byte) string {
+	if len(body) > 64 {
+		return fmt.Sprintf("%q... (%d bytes)", body[:64], len(body))
+	}
+	return string(body)
 }
 
 // message is a message of topic with a tag and keys.

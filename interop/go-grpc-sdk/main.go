@@ -31,6 +31,8 @@ var endpoint string
 var cases = map[string]func() error{
 	"normal":           caseNormal,
 	"filter":           caseFilter,
+	"shared":           caseShared,
+	"bad-input":        caseBadInput,
 	"fifo":             caseFifo,
 	"delay":            caseDelay,
 	"transaction":      caseTransaction,

@@ -7,12 +7,16 @@
 //!   SimpleConsumer, with the tag, keys, user property and born time sent;
 //! * `filter`: a tag consumer (`tagA || tagB`) and a SQL92 consumer
 //!   (`index >= 5`) of one topic each get exactly their messages;
+//! * `shared`: two SimpleConsumers of one group receiving at once get 30
+//!   messages, together each exactly once;
 //! * `fifo`: three message groups of five, each group in send order;
 //! * `delay`: three messages with a delivery time 3 s ahead, none early,
 //!   each carrying that time;
 //! * `transaction`: one committed, one rolled back, two resolved by the
 //!   producer's transaction checker on the broker's check-back (one
 //!   committed, one rolled back): exactly the two committed arrive;
+//! * `bad-input`: sends to an unknown topic and over the size limit are
+//!   refused, and a good send after them is taken;
 //! * `invisible`: a message not acked comes back after its 10 s invisible
 //!   time with delivery attempt 2, and not after its ack;
 //! * `change-invisible`: 60 s invisible changed to 2 s: back within 30 s,
@@ -143,7 +147,15 @@ fn run_all(cases: &[&str]) {
 
 #[test]
 fn producers_and_simple_consumers() {
-    run_all(&["normal", "filter", "fifo", "delay", "transaction"]);
+    run_all(&[
+        "normal",
+        "filter",
+        "shared",
+        "fifo",
+        "delay",
+        "transaction",
+        "bad-input",
+    ]);
 }
 
 #[test]
