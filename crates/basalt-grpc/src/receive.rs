@@ -30,6 +30,10 @@ const DEFAULT_POLLING: Duration = Duration::from_secs(20);
 /// `grpcClientConsumerMin/MaxLongPollingTimeoutMillis` defaults).
 const MIN_DERIVED_POLLING: Duration = Duration::from_secs(5);
 const MAX_DERIVED_POLLING: Duration = Duration::from_secs(20);
+/// A client's request timeout until its settings say (the SDKs' default).
+/// The Go SDK receives before it sends its settings (a second after it
+/// starts); taking none would poll to the very end of the call.
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A client's receipt handle: the broker's, and the message's log offset.
 pub fn client_handle(broker_handle: &str, commit_log_offset: i64) -> String {
@@ -73,10 +77,11 @@ fn parse_grpc_timeout(v: &str) -> Option<Duration> {
 }
 
 /// The long polling of a receive that names none, as the proxy derives it:
-/// the call's time left less half the client's request timeout, within
-/// 5..20 s and never past the deadline (too little time left is
-/// ILLEGAL_POLLING_TIME). The Go SDK sends no long polling time, only a
-/// deadline of its await duration plus its request timeout.
+/// the call's time left less half the client's request timeout (the
+/// default one until its settings came), within 5..20 s and never past
+/// the deadline (too little time left is ILLEGAL_POLLING_TIME). The Go SDK
+/// sends no long polling time, only a deadline of its await duration plus
+/// its request timeout.
 fn derived_polling(
     session: Option<&Session>,
     deadline: Option<Duration>,
@@ -93,7 +98,7 @@ fn derived_polling(
                 .as_ref()
                 .and_then(convert::duration)
         })
-        .unwrap_or_default();
+        .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
     let poll = left
         .saturating_sub(request_timeout / 2)
         .clamp(MIN_DERIVED_POLLING, MAX_DERIVED_POLLING);
@@ -416,10 +421,17 @@ mod tests {
     fn polling_derived_from_the_deadline() {
         // No deadline: the default.
         assert_eq!(derived_polling(None, None).ok(), Some(DEFAULT_POLLING));
-        // The Go SDK's 5 s await + 3 s request timeout, no settings known:
-        // the whole 8 s; within bounds either way.
+        // The Go SDK's 5 s await + 3 s request timeout, before its
+        // settings came: half the default request timeout is kept back.
         let left = Duration::from_secs(8);
-        assert_eq!(derived_polling(None, Some(left)).ok(), Some(left));
+        let poll = Duration::from_millis(6500);
+        assert_eq!(derived_polling(None, Some(left)).ok(), Some(poll));
+        // Little time left: the least polling, if the deadline allows it.
+        let left = Duration::from_millis(5500);
+        assert_eq!(
+            derived_polling(None, Some(left)).ok(),
+            Some(MIN_DERIVED_POLLING)
+        );
         let long = Duration::from_secs(60);
         assert_eq!(
             derived_polling(None, Some(long)).ok(),
