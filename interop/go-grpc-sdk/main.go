@@ -32,6 +32,7 @@ var cases = map[string]func() error{
 	"normal":           caseNormal,
 	"filter":           caseFilter,
 	"shared":           caseShared,
+	"any-queue":        caseAnyQueue,
 	"bad-input":        caseBadInput,
 	"fifo":             caseFifo,
 	"delay":            caseDelay,

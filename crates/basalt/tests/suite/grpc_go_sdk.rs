@@ -9,9 +9,13 @@
 //!   (`index >= 5`) of one topic each get exactly their messages;
 //! * `shared`: two SimpleConsumers of one group receiving at once get 30
 //!   messages, together each exactly once;
+//! * `any-queue`: a receive right after start (before the SDK sent its
+//!   settings) is empty, not DEADLINE_EXCEEDED; then eight times one
+//!   message sent, one receive returns it (whichever queue the SDK names
+//!   and the message is on);
 //! * `fifo`: three message groups of five, each group in send order;
-//! * `delay`: three messages with a delivery time 3 s ahead, none early,
-//!   each carrying that time;
+//! * `delay`: three messages with a delivery time 3 s ahead, none early
+//!   nor more than 8 s late, each carrying that time;
 //! * `transaction`: one committed, one rolled back, two resolved by the
 //!   producer's transaction checker on the broker's check-back (one
 //!   committed, one rolled back): exactly the two committed arrive;
@@ -151,6 +155,7 @@ fn producers_and_simple_consumers() {
         "normal",
         "filter",
         "shared",
+        "any-queue",
         "fifo",
         "delay",
         "transaction",
