@@ -191,6 +191,11 @@ impl Messaging {
             Some(f) if !f.expression.trim().is_empty() => ("TAG".to_string(), f.expression.clone()),
             _ => ("TAG".to_string(), "*".to_string()),
         };
+        // The group's order decides, as in the proxy (whose settings merge
+        // the group's consumeMessageOrderly in): the SDKs do not say fifo
+        // themselves, and the Go SDK may receive before it sent settings.
+        let fifo = session.is_some_and(Session::fifo)
+            || self.broker.group_view(&group).is_some_and(|g| g.orderly);
         Ok(PopRequest {
             group,
             topic,
@@ -205,7 +210,7 @@ impl Messaging {
             poll_timeout: poll.min(MAX_POLLING),
             expression_type,
             expression,
-            fifo: session.is_some_and(Session::fifo),
+            fifo,
             attempt_id: req.attempt_id.clone(),
         })
     }
