@@ -563,3 +563,64 @@ func caseAnyQueue() error {
 	}
 	return nil
 }
+
+// caseOrderly: the group gg-orderly is orderly (the test creates it with
+// consumeMessageOrderly); three messages of one message group. While the
+// first is received and not acked, a receive gets nothing of the group;
+// after its ack the rest come, in order, each once.
+func caseOrderly() error {
+	const t, g = "go-orderly", "gg-orderly"
+	p, err := producer(t, nil)
+	if err != nil {
+		return err
+	}
+	defer stop("producer", p)
+	c, err := consumer(g, t)
+	if err != nil {
+		return err
+	}
+	defer stop("consumer", c)
+	want := []string{"ga:0", "ga:1", "ga:2"}
+	for _, b := range want {
+		m := message(t, b, "o")
+		m.SetMessageGroup("ga")
+		if err := send("orderly", p, m); err != nil {
+			return err
+		}
+	}
+	first, err := receiveOne(c, 20*time.Second, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("orderly: first receive: %w", err)
+	}
+	fmt.Printf("RECV orderly id=%s body=%s attempt=%d (not acked yet)\n", first.GetMessageId(), first.GetBody(),
+		first.GetDeliveryAttempt())
+	if string(first.GetBody()) != want[0] {
+		return fmt.Errorf("orderly: first came %s", first.GetBody())
+	}
+	held, err := receive(c, 16, receiveInvisible)
+	if err != nil {
+		return fmt.Errorf("orderly: receive while the first is held: %w", err)
+	}
+	for _, m := range held {
+		fmt.Printf("RECV orderly WHILE HELD id=%s body=%s\n", m.GetMessageId(), m.GetBody())
+	}
+	if len(held) != 0 {
+		return fmt.Errorf("orderly: %d messages of the group came while the first was not acked", len(held))
+	}
+	if err := c.Ack(context.Background(), first); err != nil {
+		return fmt.Errorf("orderly: ack: %w", err)
+	}
+	rest, err := receiveExactly("orderly", c, 2, 60*time.Second, 6*time.Second)
+	if err != nil {
+		return err
+	}
+	got := []string{string(first.GetBody())}
+	for _, r := range rest {
+		got = append(got, r.body)
+	}
+	fmt.Printf("ORDER orderly got=%v\n", got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		return fmt.Errorf("orderly: out of order: %v", got)
+	}
+	return nil
+}

@@ -35,6 +35,7 @@ var cases = map[string]func() error{
 	"any-queue":        caseAnyQueue,
 	"bad-input":        caseBadInput,
 	"fifo":             caseFifo,
+	"orderly":          caseOrderly,
 	"delay":            caseDelay,
 	"transaction":      caseTransaction,
 	"invisible":        caseInvisible,

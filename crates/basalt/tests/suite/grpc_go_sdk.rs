@@ -14,6 +14,9 @@
 //!   message sent, one receive returns it (whichever queue the SDK names
 //!   and the message is on);
 //! * `fifo`: three message groups of five, each group in send order;
+//! * `orderly`: an orderly group (`consumeMessageOrderly`, set here by a
+//!   remoting request): while the first of a message group is received and
+//!   not acked, a receive gets nothing; after its ack the rest, in order;
 //! * `delay`: three messages with a delivery time 3 s ahead, none early
 //!   nor more than 8 s late, each carrying that time;
 //! * `transaction`: one committed, one rolled back, two resolved by the
@@ -34,7 +37,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use basalt_remoting::RemotingCommand;
+use basalt_remoting::code::{request, response};
+
 use crate::interop::{Finished, family_dir, run_bounded};
+use crate::raw::Raw;
 use crate::standalone::Standalone;
 
 const FAMILY: &str = "go-grpc-sdk";
@@ -84,6 +91,18 @@ fn broker(tmp: &Path, cases: &[&str]) -> (Standalone, String) {
             text(&o.stderr)
         );
     }
+    // The `orderly` case's group consumes in order (no CLI flag sets it).
+    let body = r#"{"groupName":"gg-orderly","consumeEnable":true,"consumeMessageOrderly":true}"#;
+    let r = Raw::connect(&b.broker_addr()).call(
+        RemotingCommand::request(request::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(body.as_bytes().to_vec()),
+    );
+    assert_eq!(
+        r.code,
+        response::SUCCESS,
+        "create gg-orderly: {:?}",
+        r.remark
+    );
     (b, format!("127.0.0.1:{port}"))
 }
 
@@ -157,6 +176,7 @@ fn producers_and_simple_consumers() {
         "shared",
         "any-queue",
         "fifo",
+        "orderly",
         "delay",
         "transaction",
         "bad-input",
