@@ -206,23 +206,36 @@ var checked = struct {
 	bodies []string
 }{}
 
-// resolve is the transaction checker: it commits check-commit-* and rolls
-// back anything else.
+// resolve is the transaction checker: it commits check-commit-*, answers
+// UNKNOWN the first time it sees check-unknown-* and commits it after, and
+// rolls back anything else.
 func resolve(m *rmq.MessageView) rmq.TransactionResolution {
 	b := string(m.GetBody())
-	fmt.Printf("CHECK transaction id=%s body=%s\n", m.GetMessageId(), b)
 	checked.Lock()
+	seen := 0
+	for _, c := range checked.bodies {
+		if c == b {
+			seen++
+		}
+	}
 	checked.bodies = append(checked.bodies, b)
 	checked.Unlock()
-	if strings.HasPrefix(b, "check-commit") {
+	fmt.Printf("CHECK transaction id=%s body=%s (check %d)\n", m.GetMessageId(), b, seen+1)
+	switch {
+	case strings.HasPrefix(b, "check-commit"):
+		return rmq.COMMIT
+	case strings.HasPrefix(b, "check-unknown") && seen == 0:
+		return rmq.UNKNOWN
+	case strings.HasPrefix(b, "check-unknown"):
 		return rmq.COMMIT
 	}
 	return rmq.ROLLBACK
 }
 
-// caseTransaction: one half message committed, one rolled back, and two
+// caseTransaction: one half message committed, one rolled back, and three
 // left open for the broker's check-back (the checker commits one, rolls
-// back the other): exactly the two committed ones arrive.
+// back one, and answers UNKNOWN for the third before committing it on the
+// next check): exactly the three committed ones arrive.
 func caseTransaction() error {
 	const t = "go-transaction"
 	p, err := producer(t, &rmq.TransactionChecker{Check: resolve})
@@ -249,29 +262,34 @@ func caseTransaction() error {
 	if err := rollback.RollBack(); err != nil {
 		return fmt.Errorf("transaction: rollback: %w", err)
 	}
-	for _, b := range []string{"check-commit-1", "check-rollback-1"} {
+	for _, b := range []string{"check-commit-1", "check-rollback-1", "check-unknown-1"} {
 		if err := sendHalf(p, t, b, p.BeginTransaction()); err != nil {
 			return err
 		}
 	}
-	got, err := receiveExactly("transaction", c, 2, 90*time.Second, 8*time.Second)
+	got, err := receiveExactly("transaction", c, 3, 90*time.Second, 8*time.Second)
 	if err != nil {
 		return err
 	}
-	if err := sameBodies("transaction", []string{"commit-1", "check-commit-1"}, got); err != nil {
+	want := []string{"commit-1", "check-commit-1", "check-unknown-1"}
+	if err := sameBodies("transaction", want, got); err != nil {
 		return err
 	}
 	checked.Lock()
 	defer checked.Unlock()
 	fmt.Printf("COUNT transaction checked=%v\n", checked.bodies)
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, b := range checked.bodies {
-		seen[b] = true
+		seen[b]++
 	}
-	if !seen["check-commit-1"] || !seen["check-rollback-1"] {
-		return fmt.Errorf("transaction: the broker checked %v, not both open ones", checked.bodies)
+	if seen["check-commit-1"] == 0 || seen["check-rollback-1"] == 0 {
+		return fmt.Errorf("transaction: the broker checked %v, not every open one", checked.bodies)
 	}
-	if seen["commit-1"] || seen["rollback-1"] {
+	if seen["check-unknown-1"] < 2 {
+		return fmt.Errorf("transaction: check-unknown-1 checked %d times, not again after UNKNOWN",
+			seen["check-unknown-1"])
+	}
+	if seen["commit-1"] > 0 || seen["rollback-1"] > 0 {
 		return fmt.Errorf("transaction: the broker checked an ended transaction: %v", checked.bodies)
 	}
 	return nil

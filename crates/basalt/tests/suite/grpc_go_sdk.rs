@@ -19,9 +19,10 @@
 //!   not acked, a receive gets nothing; after its ack the rest, in order;
 //! * `delay`: three messages with a delivery time 3 s ahead, none early
 //!   nor more than 8 s late, each carrying that time;
-//! * `transaction`: one committed, one rolled back, two resolved by the
+//! * `transaction`: one committed, one rolled back, three resolved by the
 //!   producer's transaction checker on the broker's check-back (one
-//!   committed, one rolled back): exactly the two committed arrive;
+//!   committed, one rolled back, one UNKNOWN then committed on the next
+//!   check): exactly the three committed arrive;
 //! * `bad-input`: sends to an unknown topic and over the size limit are
 //!   refused, and a good send after them is taken;
 //! * `invisible`: a message not acked comes back after its 10 s invisible
