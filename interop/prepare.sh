@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every reference-interop harness (interop/*/prepare.sh): the official
 # Java client at 4.9.x and 5.x, mqadmin, the Java broker, the Go client, the
-# RocketMQ 5 gRPC SDK for Java (interop/java-grpc-sdk).
+# RocketMQ 5 gRPC SDKs for Java (interop/java-grpc-sdk) and Go
+# (interop/go-grpc-sdk).
 # Each family's script is idempotent and writes what the tests run under
 # target/interop/<family>/; the process tests in crates/basalt/tests/suite
 # read it from there. Maven Central and the Go module proxy must be

@@ -25,8 +25,16 @@ const MIN_INVISIBLE: Duration = Duration::from_secs(10);
 const MAX_INVISIBLE: Duration = Duration::from_secs(12 * 3600);
 /// Longest long polling a receive may ask for.
 const MAX_POLLING: Duration = Duration::from_secs(30);
-/// Long polling when the request names none.
+/// Long polling when the request names none and its call has no deadline.
 const DEFAULT_POLLING: Duration = Duration::from_secs(20);
+/// Bounds of the long polling derived from a call's deadline (the proxy's
+/// `grpcClientConsumerMin/MaxLongPollingTimeoutMillis` defaults).
+const MIN_DERIVED_POLLING: Duration = Duration::from_secs(5);
+const MAX_DERIVED_POLLING: Duration = Duration::from_secs(20);
+/// A client's request timeout until its settings say (the SDKs' default).
+/// The Go SDK receives before it sends its settings (a second after it
+/// starts); taking none would poll to the very end of the call.
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A client's receipt handle: the broker's, and the message's log offset.
 pub fn client_handle(broker_handle: &str, commit_log_offset: i64) -> String {
@@ -42,6 +50,72 @@ pub fn split_handle(h: &str) -> (&str, Option<i64>) {
             Err(_) => (h, None),
         },
         None => (h, None),
+    }
+}
+
+/// The time a call's `grpc-timeout` header gives it (gRPC's format: up to
+/// eight digits and a unit, H M S m u n), when there is one.
+pub fn grpc_timeout<T>(req: &tonic::Request<T>) -> Option<Duration> {
+    let v = req.metadata().get("grpc-timeout")?.to_str().ok()?;
+    parse_grpc_timeout(v)
+}
+
+fn parse_grpc_timeout(v: &str) -> Option<Duration> {
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// The long polling of a receive that names none, as the proxy derives it:
+/// the call's time left less half the client's request timeout (the
+/// default one until its settings came), within 5..20 s and never past
+/// the deadline (too little time left is ILLEGAL_POLLING_TIME). The Go SDK
+/// sends no long polling time, only a deadline of its await duration plus
+/// its request timeout.
+fn derived_polling(
+    session: Option<&Session>,
+    deadline: Option<Duration>,
+) -> Result<Duration, pb::Status> {
+    let Some(left) = deadline else {
+        return Ok(DEFAULT_POLLING);
+    };
+    let request_timeout = session
+        .and_then(|s| {
+            let settings = s.settings.lock();
+            settings
+                .as_ref()?
+                .request_timeout
+                .as_ref()
+                .and_then(convert::duration)
+        })
+        .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+    let poll = left
+        .saturating_sub(request_timeout / 2)
+        .clamp(MIN_DERIVED_POLLING, MAX_DERIVED_POLLING);
+    if poll <= left {
+        Ok(poll)
+    } else if left >= MIN_DERIVED_POLLING {
+        Ok(left)
+    } else {
+        Err(status(
+            Code::IllegalPollingTime,
+            format!(
+                "the call's deadline leaves {} ms, less than the {} ms a receive polls at least",
+                left.as_millis(),
+                MIN_DERIVED_POLLING.as_millis()
+            ),
+        ))
     }
 }
 
@@ -65,6 +139,7 @@ impl Messaging {
         &self,
         session: Option<&Session>,
         req: &pb::ReceiveMessageRequest,
+        deadline: Option<Duration>,
     ) -> Result<PopRequest, pb::Status> {
         let group = name(&req.group).to_string();
         if let Err(e) = basalt_common::topic::validate_group(&group) {
@@ -102,7 +177,13 @@ impl Messaging {
                     "the long polling time cannot be negative",
                 )
             })?,
-            None => DEFAULT_POLLING,
+            None => derived_polling(session, deadline)?,
+        };
+        // Never poll past the caller's deadline: what a late POP took would
+        // stay invisible with nobody to read it.
+        let poll = match deadline {
+            Some(left) => poll.min(left),
+            None => poll,
         };
         let (expression_type, expression) = match req.filter_expression.as_ref() {
             Some(f) if f.r#type == pb::FilterType::Sql as i32 => {
@@ -111,29 +192,40 @@ impl Messaging {
             Some(f) if !f.expression.trim().is_empty() => ("TAG".to_string(), f.expression.clone()),
             _ => ("TAG".to_string(), "*".to_string()),
         };
-        let queue_id = mq.map(|q| q.id).filter(|id| *id >= 0);
+        // The group's order decides, as in the proxy (whose settings merge
+        // the group's consumeMessageOrderly in): the SDKs do not say fifo
+        // themselves, and the Go SDK may receive before it sent settings.
+        let fifo = session.is_some_and(Session::fifo)
+            || self.broker.group_view(&group).is_some_and(|g| g.orderly);
         Ok(PopRequest {
             group,
             topic,
-            queue_id,
+            // Every readable queue, whatever queue the request names: the
+            // proxy keeps only the broker of the request's queue and pops
+            // its "broker acting" queue (-1). The Go SDK names the next
+            // queue of the route in each receive; popping only that one
+            // left messages on the others waiting a poll per queue.
+            queue_id: None,
             max_messages: req.batch_size.clamp(1, 32) as u32,
             invisible,
             poll_timeout: poll.min(MAX_POLLING),
             expression_type,
             expression,
-            fifo: session.is_some_and(Session::fifo),
+            fifo,
             attempt_id: req.attempt_id.clone(),
         })
     }
 
     /// ReceiveMessage: pops up to the batch size, waiting up to the long
-    /// polling time for the first message.
+    /// polling time for the first message (and never past `deadline`, the
+    /// time the caller gave the call: its `grpc-timeout`).
     pub async fn receive(
         &self,
         session: Option<&Session>,
         req: pb::ReceiveMessageRequest,
+        deadline: Option<Duration>,
     ) -> Frames {
-        let pop = match self.pop_request(session, &req) {
+        let pop = match self.pop_request(session, &req, deadline) {
             Ok(p) => p,
             Err(s) => return vec![frame_status(s)],
         };
@@ -318,6 +410,46 @@ impl Messaging {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grpc_timeouts_parse() {
+        assert_eq!(
+            parse_grpc_timeout("7999m"),
+            Some(Duration::from_millis(7999))
+        );
+        assert_eq!(parse_grpc_timeout("8S"), Some(Duration::from_secs(8)));
+        assert_eq!(parse_grpc_timeout("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_grpc_timeout("250u"), Some(Duration::from_micros(250)));
+        for bad in ["", "m", "5", "5x", "123456789S", "-5S", "5 S"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn polling_derived_from_the_deadline() {
+        // No deadline: the default.
+        assert_eq!(derived_polling(None, None).ok(), Some(DEFAULT_POLLING));
+        // The Go SDK's 5 s await + 3 s request timeout, before its
+        // settings came: half the default request timeout is kept back.
+        let left = Duration::from_secs(8);
+        let poll = Duration::from_millis(6500);
+        assert_eq!(derived_polling(None, Some(left)).ok(), Some(poll));
+        // Little time left: the least polling, if the deadline allows it.
+        let left = Duration::from_millis(5500);
+        assert_eq!(
+            derived_polling(None, Some(left)).ok(),
+            Some(MIN_DERIVED_POLLING)
+        );
+        let long = Duration::from_secs(60);
+        assert_eq!(
+            derived_polling(None, Some(long)).ok(),
+            Some(MAX_DERIVED_POLLING)
+        );
+        // Less than the least polling left: refused.
+        let short = Duration::from_secs(2);
+        let refused = derived_polling(None, Some(short)).err().map(|s| s.code);
+        assert_eq!(refused, Some(Code::IllegalPollingTime as i32));
+    }
 
     #[test]
     fn handles_split_back() {

@@ -178,7 +178,10 @@ impl MessagingService for Messaging {
             return Ok(Response::new(one(vec![frame_status(st)])));
         }
         let session = metadata::client_id(&req).and_then(|id| self.clients.get(&id));
-        let frames = self.receive(session.as_deref(), req.into_inner()).await;
+        let deadline = crate::receive::grpc_timeout(&req);
+        let frames = self
+            .receive(session.as_deref(), req.into_inner(), deadline)
+            .await;
         Ok(Response::new(one(frames)))
     }
 

@@ -31,6 +31,7 @@ mod compat_rocketmq_client_rust;
 mod dashboard;
 mod disk_full;
 mod disk_timers;
+mod grpc_go_sdk;
 mod grpc_java_sdk;
 mod ha_failover;
 mod hostile_client;
