@@ -2,7 +2,8 @@
 //! SEND_MESSAGE_V2 frame (1 KiB body, the Java client's ext fields) is
 //! decoded, handled by the broker's own processor over a real store
 //! (ASYNC_FLUSH, its flush and dispatch tasks running), and the reply is
-//! encoded into a frame. Also a batch of 16 in one request. This is the
+//! encoded into a frame. Also a batch of 16 in one request, and the single
+//! send with `transientStorePoolEnable` (appends by pwrite). This is the
 //! noise-free number to track per change of the hot path (issue 33); what it
 //! leaves out is the socket, the connection task and the client.
 //!
@@ -94,7 +95,9 @@ struct Rig {
 }
 
 impl Rig {
-    fn start() -> Rig {
+    /// A broker over a fresh store; `transient_pool`: appends go through
+    /// `transientStorePoolEnable`'s buffers and pwrite, not the mapping.
+    fn start(transient_pool: bool) -> Rig {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -109,6 +112,7 @@ impl Rig {
         cfg.enable_grpc_server = false;
         cfg.disk_space_warning_level_ratio = 100;
         cfg.disk_space_clean_forcibly_ratio = 100;
+        cfg.transient_store_pool_enable = transient_pool;
         let broker = rt
             .block_on(basalt_broker::start(cfg))
             .expect("broker starts");
@@ -147,7 +151,7 @@ impl Rig {
 }
 
 fn request_path(c: &mut Criterion) {
-    let rig = Rig::start();
+    let rig = Rig::start(false);
     let single = single_frame();
     let batch = batch_frame();
     rig.round(&single); // creates the topic
@@ -158,6 +162,13 @@ fn request_path(c: &mut Criterion) {
     g.throughput(Throughput::Elements(16));
     g.bench_function("send_batch_16x1KiB", |b| {
         b.iter(|| black_box(rig.round(&batch)))
+    });
+    drop(rig);
+    let pooled = Rig::start(true);
+    pooled.round(&single);
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("send_1KiB_transient_pool", |b| {
+        b.iter(|| black_box(pooled.round(&single)))
     });
     g.finish();
 }
