@@ -138,8 +138,31 @@ public final class Loader {
         return m;
     }
 
+    /**
+     * Sends {@code m} to queue {@code queueId % queues}. A topic that
+     * {@code setup} just created on the Java broker reaches its NameServer
+     * only when the broker registers the change, in the background: a send
+     * right after may find no route (seen once: "No route info for this
+     * topic, MigDelay", 9 s after the broker's boot). The send is tried
+     * again, for up to 60 s, until the route is there.
+     */
+    static SendResult sendToQueue(DefaultMQProducer p, Message m, int queueId) throws Exception {
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (true) {
+            try {
+                return p.send(m, (mqs, msg, arg) -> mqs.get((Integer) arg % mqs.size()), queueId);
+            } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+                String what = String.valueOf(e.getMessage());
+                if (!what.contains("No route info") || System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(500);
+            }
+        }
+    }
+
     static void send(DefaultMQProducer p, Message m, int queueId) throws Exception {
-        SendResult r = p.send(m, (mqs, msg, arg) -> mqs.get((Integer) arg % mqs.size()), queueId);
+        SendResult r = sendToQueue(p, m, queueId);
         if (r.getSendStatus() != SendStatus.SEND_OK) {
             throw new IllegalStateException("send " + m + ": " + r);
         }
@@ -165,7 +188,7 @@ public final class Loader {
         for (int i = 0; i < 3; i++) {
             Message m = message("MigDelay", 100 + i);
             m.setDelayTimeLevel(4);
-            SendResult r = p.send(m, (mqs, msg, arg) -> mqs.get((Integer) arg % mqs.size()), i);
+            SendResult r = sendToQueue(p, m, i);
             if (r.getSendStatus() != SendStatus.SEND_OK) {
                 throw new IllegalStateException("send delayed: " + r);
             }
