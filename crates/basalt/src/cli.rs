@@ -339,6 +339,10 @@ pub enum GroupCommand {
         /// Refuse broadcasting consumers.
         #[arg(long)]
         no_broadcast: bool,
+        /// Consume in order (`consumeMessageOrderly`, mqadmin's `-o`): a
+        /// FIFO group for gRPC and POP consumers.
+        #[arg(long)]
+        orderly: bool,
     },
     /// Delete a subscription group on every master of a cluster (or one broker).
     Delete {

@@ -34,6 +34,7 @@ mod disk_full;
 mod disk_timers;
 mod grpc_go_sdk;
 mod grpc_java_sdk;
+mod grpc_java_sdk_consumers;
 mod ha_failover;
 mod hostile_client;
 mod idle_connections;
