@@ -49,6 +49,7 @@ mod many_topics;
 mod metrics;
 mod pop;
 mod pop_java;
+mod pop_ledger;
 mod registration_split;
 mod replication_auth;
 mod resubscribe;
