@@ -75,7 +75,19 @@ async function trustServerCertificate(endpoint) {
   process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH = file;
 }
 
+// An exception thrown in one of the SDK's own callbacks (e.g. its handler
+// of the broker's settings on the Telemetry stream) reaches no case: end
+// the run with it, and where it was thrown.
+function onUncaught(e) {
+  const where = e instanceof Error && e.stack ? e.stack.split('\n').slice(1, 6).join('\n') : '';
+  console.log(`uncaught in the SDK: ${lib.why(e)}\n${where}`);
+  console.log(`FAILED: uncaught ${lib.why(e)}`);
+  process.exit(1);
+}
+
 async function main() {
+  process.on('uncaughtException', onUncaught);
+  process.on('unhandledRejection', onUncaught);
   const names = parseArgs(process.argv.slice(2));
   if (lib.opts.tls) {
     await trustServerCertificate(lib.opts.endpoint);

@@ -6,6 +6,11 @@
 // @grpc/grpc-js at the server's certificate, which grpc-js reads once, when
 // it is loaded.
 
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const util = require('node:util');
+
 const opts = {
   // The broker's gRPC address, host:port.
   endpoint: '127.0.0.1:8081',
@@ -30,10 +35,38 @@ const RECEIVE_INVISIBLE_MS = 20000;
 // The long-polling time of every receive (the SDK's default is 30 s).
 const AWAIT_MS = 5000;
 
+// The SDK's log, where its default logger writes it
+// ($HOME/logs/rocketmq/rocketmq_client_nodejs.log), but appended
+// synchronously: the default (egg-logger) buffers, loses what is buffered
+// at process.exit, and, shared by the clients of one process, fails every
+// write to stderr once the first client's shutdown closed it.
+const logFile = path.join(os.homedir(), 'logs', 'rocketmq', 'rocketmq_client_nodejs.log');
+let logReady = false;
+
+function logLine(level, args) {
+  try {
+    if (!logReady) {
+      fs.mkdirSync(path.dirname(logFile), { recursive: true });
+      logReady = true;
+    }
+    fs.appendFileSync(logFile, `${new Date().toISOString()} ${level} ${util.format(...args)}\n`);
+  } catch (e) {
+    // A log that cannot be written is no reason to fail a case.
+  }
+}
+
+const logger = {
+  info: (...a) => logLine('INFO', a),
+  warn: (...a) => logLine('WARN', a),
+  error: (...a) => logLine('ERROR', a),
+  debug: () => {},
+  close: () => {},
+};
+
 // Options every client shares. No sessionCredentials: Basalt without ACL
 // checks none, and the SDK signs nothing without them.
 function base() {
-  const o = { endpoints: opts.endpoint, namespace: '' };
+  const o = { endpoints: opts.endpoint, namespace: '', logger };
   if (opts.tls) {
     o.sslEnabled = true;
   }
