@@ -121,15 +121,15 @@ fn home(tmp: &Path, case: &str) -> PathBuf {
 
 /// Runs one case of the harness against `endpoint`.
 fn run_case(dir: &Path, tmp: &Path, endpoint: &str, case: &str, tls: bool) -> Finished {
-    let home = home(tmp, case);
-    std::fs::create_dir_all(&home).expect("home dir");
+    let case_home = home(tmp, case);
+    std::fs::create_dir_all(&case_home).expect("home dir");
     let mut cmd = Command::new("node");
     cmd.arg(dir.join("cases.js"));
     if tls {
         cmd.arg("--tls");
     }
     cmd.args(["--endpoint", endpoint, case])
-        .env("HOME", &home)
+        .env("HOME", &case_home)
         .env("TMPDIR", tmp);
     run_bounded(&mut cmd, CASE_DEADLINE)
 }
