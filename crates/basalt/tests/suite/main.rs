@@ -35,6 +35,7 @@ mod disk_timers;
 mod grpc_go_sdk;
 mod grpc_java_sdk;
 mod grpc_java_sdk_consumers;
+mod grpc_node_sdk;
 mod grpc_python_sdk;
 mod ha_failover;
 mod hostile_client;
