@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds every reference-interop harness (interop/*/prepare.sh): the official
 # Java client at 4.9.x and 5.x, mqadmin, the Java broker, the Go client, the
-# RocketMQ 5 gRPC SDKs for Java (interop/java-grpc-sdk) and Go
-# (interop/go-grpc-sdk).
+# RocketMQ 5 gRPC SDKs for Java (interop/java-grpc-sdk), Go
+# (interop/go-grpc-sdk) and Rust (interop/rust-grpc-sdk, a cargo project of
+# its own, outside the Basalt workspace).
 # Each family's script is idempotent and writes what the tests run under
 # target/interop/<family>/; the process tests in crates/basalt/tests/suite
-# read it from there. Maven Central and the Go module proxy must be
-# reachable the first time (the Maven repository is ~/.m2, Go's module
-# cache is Go's own).
+# read it from there. Maven Central, the Go module proxy and crates.io must
+# be reachable the first time (the Maven repository is ~/.m2, Go's module
+# cache is Go's own, the crates are cargo's ~/.cargo/registry).
 #
 # Exit status: 0 when every family is ready, 1 otherwise (each failure is
 # named). scripts/test.sh runs this before the suite.

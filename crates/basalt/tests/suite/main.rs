@@ -33,6 +33,7 @@ mod disk_full;
 mod disk_timers;
 mod grpc_go_sdk;
 mod grpc_java_sdk;
+mod grpc_rust_sdk;
 mod ha_failover;
 mod hostile_client;
 mod idle_connections;
