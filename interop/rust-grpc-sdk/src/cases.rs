@@ -114,6 +114,7 @@ async fn fifo_body(p: &Producer, c: &SimpleConsumer) -> Outcome {
                 r.body, r.group
             ));
         }
+        check_props("fifo", r, &[])?;
         by_group.entry(g).or_default().push(r.body.as_str());
     }
     for g in GROUPS {
@@ -140,8 +141,9 @@ async fn delay_body(p: &Producer, c: &SimpleConsumer) -> Outcome {
     let mut sent = HashMap::new();
     for i in 0..3 {
         let body = format!("delay-{i}");
-        let m =
-            MessageBuilder::delay_message_builder(T, body.clone().into_bytes(), due_s).set_tag("d");
+        let m = MessageBuilder::delay_message_builder(T, body.clone().into_bytes(), due_s)
+            .set_tag("d")
+            .set_properties(HashMap::from([("index", i.to_string())]));
         let id = send("delay", p, build(m)?, &body).await?;
         sent.insert(id, body);
     }
@@ -155,6 +157,10 @@ async fn delay_body(p: &Producer, c: &SimpleConsumer) -> Outcome {
             r.at_ms,
             r.at_ms - due_s * 1000
         );
+        // Exactly the user property sent: none of the broker's own (a timer
+        // message's copy carries the broker's bookkeeping properties).
+        let i = r.body.trim_start_matches("delay-");
+        check_props("delay", r, &[("index", i)])?;
         if r.due != Some(due_s) {
             return Err(format!(
                 "delay: {} came back due {:?}, sent due {due_s}",
@@ -270,6 +276,9 @@ async fn transaction_body(p: &Producer, c: &SimpleConsumer) -> Outcome {
     )
     .await?;
     same_messages("transaction", &sent, &got)?;
+    for r in &got {
+        check_props("transaction", r, &[])?;
+    }
     let checked = CHECKED.lock().unwrap_or_else(|e| e.into_inner()).clone();
     println!("COUNT transaction checked={checked:?}");
     let times = |b: &str| checked.iter().filter(|c| *c == b).count();
@@ -330,6 +339,14 @@ async fn invisible_body(p: &Producer, c: &SimpleConsumer) -> Outcome {
         after.as_millis()
     );
     check_same("invisible", &id, "invisible-1", &r2, 2)?;
+    // The copy that came back has the tag, key and (no) properties sent.
+    if r2.tag != "i" || r2.keys != ["k"] {
+        return Err(format!(
+            "invisible: came back with tag {:?}, keys {:?}",
+            r2.tag, r2.keys
+        ));
+    }
+    check_props("invisible", &r2, &[])?;
     if after < Duration::from_secs(8) {
         return Err(format!(
             "invisible: back after {after:?}, before its 10 s invisible time"
@@ -340,6 +357,21 @@ async fn invisible_body(p: &Producer, c: &SimpleConsumer) -> Outcome {
     // One whole long poll (30 s), longer than the invisible time: an ack
     // that did not take would bring the message back within it.
     receive_exactly("invisible-after-ack", c, T, 0, Duration::ZERO, 1).await?;
+    Ok(())
+}
+
+/// Fails unless `r` came with exactly the user properties `want`.
+fn check_props(label: &str, r: &Received, want: &[(&str, &str)]) -> Outcome {
+    let want: BTreeMap<String, String> = want
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if r.props != want {
+        return Err(format!(
+            "{label}: {} came with user properties {:?}, sent with {want:?}",
+            r.body, r.props
+        ));
+    }
     Ok(())
 }
 

@@ -21,9 +21,10 @@
 mod cases;
 mod consume;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rocketmq::conf::{ClientOption, ProducerOption, SimpleConsumerOption};
+use rocketmq::error::ClientError;
 use rocketmq::model::transaction::TransactionChecker;
 use rocketmq::{Producer, SimpleConsumer};
 
@@ -34,12 +35,15 @@ pub struct Target {
     pub endpoint: String,
     /// Whether the SDK dials TLS (`set_enable_tls(true)`).
     pub tls: bool,
+    /// A long polling time other than the SDK's default 40 s.
+    pub long_polling: Option<Duration>,
 }
 
 /// A case's result: `Err` says what went wrong.
 pub type Outcome = Result<(), String>;
 
-const USAGE: &str = "usage: rustgrpcsdk --endpoint HOST:PORT [--tls] CASE...";
+const USAGE: &str =
+    "usage: rustgrpcsdk --endpoint HOST:PORT [--tls] [--long-polling-secs N] CASE...";
 
 /// The cases by name.
 const CASES: &[&str] = &["normal", "fifo", "delay", "transaction", "invisible"];
@@ -60,6 +64,7 @@ fn parse_args() -> Result<(Target, Vec<String>), String> {
     let mut target = Target {
         endpoint: "127.0.0.1:8081".to_string(),
         tls: false,
+        long_polling: None,
     };
     let mut names = Vec::new();
     let mut args = std::env::args().skip(1);
@@ -67,6 +72,10 @@ fn parse_args() -> Result<(Target, Vec<String>), String> {
         match a.as_str() {
             "--endpoint" => target.endpoint = args.next().ok_or(USAGE)?,
             "--tls" => target.tls = true,
+            "--long-polling-secs" => {
+                let secs = args.next().and_then(|n| n.parse().ok()).ok_or(USAGE)?;
+                target.long_polling = Some(Duration::from_secs(secs));
+            }
             s if s.starts_with("--") => return Err(format!("unknown option {s}; {USAGE}")),
             _ => names.push(a),
         }
@@ -110,6 +119,9 @@ fn client_option(target: &Target) -> ClientOption {
     let mut o = ClientOption::default();
     o.set_access_url(target.endpoint.clone());
     o.set_enable_tls(target.tls);
+    if let Some(d) = target.long_polling {
+        o.set_long_polling_timeout(d);
+    }
     o
 }
 
@@ -129,7 +141,7 @@ pub async fn producer(
     let mut p = made.map_err(|e| format!("new producer of {topic}: {e}"))?;
     p.start()
         .await
-        .map_err(|e| format!("start producer of {topic}: {e}"))?;
+        .map_err(|e| format!("start producer of {topic}: {}", why(&e)))?;
     Ok(p)
 }
 
@@ -142,8 +154,20 @@ pub async fn consumer(target: &Target, group: &str, topic: &str) -> Result<Simpl
         .map_err(|e| format!("new simple consumer of {group}: {e}"))?;
     c.start()
         .await
-        .map_err(|e| format!("start simple consumer of {group}: {e}"))?;
+        .map_err(|e| format!("start simple consumer of {group}: {}", why(&e)))?;
     Ok(c)
+}
+
+/// An SDK error with the whole chain of its causes (its own text names
+/// only the first, e.g. a bare "transport error").
+pub fn why(e: &ClientError) -> String {
+    let mut text = e.to_string();
+    if let Some(source) = e.source() {
+        for cause in source.chain().skip(1) {
+            text.push_str(&format!(": {cause}"));
+        }
+    }
+    text
 }
 
 /// Stops a producer (NotifyClientTermination), reporting, not failing on,

@@ -19,10 +19,14 @@
 //! * `invisible`: a message not acked comes back after its 10 s invisible
 //!   time with delivery attempt 2, and not after its ack.
 //!
+//!
 //! Each case also makes sure nothing more comes: one more receive, a whole
 //! long poll (the SDK's 40 s, of which Basalt polls 30 s), must be empty.
-//! The SDK runs with its defaults, plain text among them (docs/grpc.md,
-//! "Rust SDK").
+//! The SDK runs with its defaults, plain text among them. With TLS on it
+//! verifies the server against the system's roots (or `SSL_CERT_FILE`) and
+//! offers no way around that, so `sdk_tls_with_a_trusted_ca` gives the
+//! broker a certificate of a test CA named in `SSL_CERT_FILE`
+//! (docs/grpc.md, "Rust SDK").
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -52,13 +56,14 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// A standalone broker with its gRPC server on a free port and topic
-/// `rs-CASE` (4 queues) for each case.
-fn broker(tmp: &Path, cases: &[&str]) -> (Standalone, String) {
+/// A standalone broker with its gRPC server on a free port, `extra` sets,
+/// and topic `rs-CASE` (4 queues) for each case.
+fn broker(tmp: &Path, cases: &[&str], extra: &[String]) -> (Standalone, String) {
     let port = free_port();
     let grpc = format!("grpcServerPort={port}");
     let mut sets: Vec<&str> = BROKER_SETS.to_vec();
     sets.push(&grpc);
+    sets.extend(extra.iter().map(String::as_str));
     let b = Standalone::start(&tmp.join("data"), &sets);
     let ns = b.namesrv_addr();
     for case in cases {
@@ -78,11 +83,18 @@ fn broker(tmp: &Path, cases: &[&str]) -> (Standalone, String) {
     (b, format!("127.0.0.1:{port}"))
 }
 
-/// Runs one case of the harness against `endpoint` (the SDK logs to
-/// stderr, which the report shows).
-fn run_case(bin: &Path, tmp: &Path, endpoint: &str, case: &str) -> Finished {
+/// Runs one case of the harness against `endpoint`, with TLS trusting
+/// the CA certificate `tls_ca` when given (the SDK logs to stderr, which
+/// the report shows).
+fn run_case(bin: &Path, tmp: &Path, endpoint: &str, case: &str, tls_ca: Option<&Path>) -> Finished {
     let mut cmd = Command::new(bin);
-    cmd.args(["--endpoint", endpoint, case])
+    cmd.args(["--endpoint", endpoint]);
+    if let Some(ca) = tls_ca {
+        // The SDK's TLS (tonic's tls-roots) reads the roots from
+        // rustls-native-certs, which takes SSL_CERT_FILE when it is set.
+        cmd.arg("--tls").env("SSL_CERT_FILE", ca);
+    }
+    cmd.arg(case)
         // With LoggingFormat::Json the SDK would write logs/ in its
         // working directory; keep any file it makes in the temp dir.
         .current_dir(tmp)
@@ -90,21 +102,36 @@ fn run_case(bin: &Path, tmp: &Path, endpoint: &str, case: &str) -> Finished {
     run_bounded(&mut cmd, CASE_DEADLINE)
 }
 
-/// Runs `cases` in parallel (one process each) against one broker; panics
-/// with every failed case's output unless each ended with ALL PASSED.
-fn run_all(cases: &[&str]) {
+/// Runs `cases` in parallel (one process each) against one broker, in
+/// plain text, or with TLS when `tls`: then the broker's gRPC port serves
+/// a certificate of a test CA the SDK is told to trust. Panics with every
+/// failed case's output unless each ended with ALL PASSED.
+fn run_all(cases: &[&str], tls: bool) {
     let Some(dir) = family_dir(FAMILY) else {
         return;
     };
     let bin: PathBuf = dir.join("bin").join("rustgrpcsdk");
     let tmp = tempfile::tempdir().expect("temp dir");
-    let (b, endpoint) = broker(tmp.path(), cases);
+    let mut extra = Vec::new();
+    let mut tls_ca = None;
+    if tls {
+        let ca = crate::tls_certs::TestCa::new(tmp.path(), "grpc");
+        let cert = ca.server(tmp.path(), "server");
+        extra.push(format!("tls.server.certPath={}", cert.cert.display()));
+        extra.push(format!("tls.server.keyPath={}", cert.key.display()));
+        tls_ca = Some(ca.cert_path);
+    }
+    let (b, endpoint) = broker(tmp.path(), cases, &extra);
     let runs: Vec<(&str, Finished)> = std::thread::scope(|s| {
         let handles: Vec<_> = cases
             .iter()
             .map(|case| {
                 let (bin, tmp, endpoint) = (&bin, tmp.path(), &endpoint);
-                (*case, s.spawn(move || run_case(bin, tmp, endpoint, case)))
+                let ca = tls_ca.as_deref();
+                (
+                    *case,
+                    s.spawn(move || run_case(bin, tmp, endpoint, case, ca)),
+                )
             })
             .collect();
         handles
@@ -127,10 +154,18 @@ fn run_all(cases: &[&str]) {
 
 #[test]
 fn producers_and_simple_consumers() {
-    run_all(&["normal", "fifo", "delay", "transaction"]);
+    run_all(&["normal", "fifo", "delay", "transaction"], false);
 }
 
 #[test]
 fn invisible_time() {
-    run_all(&["invisible"]);
+    run_all(&["invisible"], false);
+}
+
+/// The SDK with TLS on (`set_enable_tls(true)`) against the gRPC port's
+/// default, permissive TLS with a certificate of a CA it trusts: sends,
+/// receives and the transaction check-back over the Telemetry stream.
+#[test]
+fn sdk_tls_with_a_trusted_ca() {
+    run_all(&["normal", "transaction"], true);
 }
