@@ -17,9 +17,9 @@ if [ -f "$out/READY" ] && [ -x "$out/bin/rustgrpcsdk" ] && [ "$(cat "$out/inputs
   exit 0
 fi
 rm -f "$out/READY"
-# --locked: the committed Cargo.lock must cover every crate. A debug build:
-# from scratch it took under 2 min of CPU against the release build's 4 (one job,
-# measured), and the harness does little work of its own.
+# --locked: the committed Cargo.lock must cover every crate. A debug build
+# (without debug info): from scratch it took under 2 min of CPU against the
+# release build's 4 (one job, measured); the harness does little work.
 CARGO_TARGET_DIR="$out/cargo" cargo build --locked --manifest-path "$here/Cargo.toml"
 cp "$out/cargo/debug/rustgrpcsdk" "$out/bin/rustgrpcsdk.tmp"
 mv "$out/bin/rustgrpcsdk.tmp" "$out/bin/rustgrpcsdk"

@@ -43,7 +43,8 @@ pub fn family_dir(family: &str) -> Option<PathBuf> {
     }
     let why = format!(
         "the {family} harness is not built ({} has no READY); run interop/prepare.sh \
-         (it needs Java 17 + Maven and Go, and Maven Central / the Go module proxy once)",
+         (it needs Java 17 + Maven and Go, and Maven Central / the Go module proxy / \
+         crates.io once)",
         dir.display()
     );
     if std::env::var("BASALT_INTEROP_REQUIRED").as_deref() == Ok("1") {
