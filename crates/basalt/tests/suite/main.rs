@@ -37,6 +37,7 @@ mod grpc_java_sdk;
 mod grpc_java_sdk_consumers;
 mod grpc_node_sdk;
 mod grpc_python_sdk;
+mod grpc_rust_sdk;
 mod ha_failover;
 mod hostile_client;
 mod idle_connections;

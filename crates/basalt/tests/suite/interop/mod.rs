@@ -45,7 +45,7 @@ pub fn family_dir(family: &str) -> Option<PathBuf> {
     let why = format!(
         "the {family} harness is not built ({} has no READY); run interop/prepare.sh \
          (it needs Java 17 + Maven, Go, python3 with venv and Node.js + npm, and Maven \
-         Central / the Go module proxy / PyPI / the npm registry once)",
+         Central / the Go module proxy / PyPI / the npm registry / crates.io once)",
         dir.display()
     );
     if std::env::var("BASALT_INTEROP_REQUIRED").as_deref() == Ok("1") {
