@@ -6,8 +6,9 @@
 # minutes, once). Extra arguments go to nextest, e.g. `-p basalt-store`.
 #
 # The reference-interop suites (the official Java client, mqadmin, the Java
-# broker, the Go client) need Java 17 + Maven and Go; interop/prepare.sh
-# builds their harnesses first. Where that fails (no JDK, no registry),
+# broker, the Go client, the gRPC SDKs) need Java 17 + Maven, Go and
+# Node.js with npm; interop/prepare.sh builds their harnesses first.
+# Where that fails (no JDK, no registry),
 # those tests skip, saying why, unless BASALT_INTEROP_REQUIRED=1 (CI sets
 # it), which makes a failed preparation fail the run.
 set -euo pipefail

@@ -115,6 +115,21 @@ struct GroupBody {
     group_name: String,
 }
 
+/// The resources of a BATCH_ACK_MESSAGE body (BatchAckMessageRequestBody).
+#[derive(serde::Deserialize, Default)]
+struct BatchAckBody {
+    #[serde(default)]
+    acks: Vec<BatchAckTarget>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct BatchAckTarget {
+    #[serde(default, rename = "c", alias = "consumerGroup")]
+    group: String,
+    #[serde(default, rename = "t", alias = "topic")]
+    topic: String,
+}
+
 /// What `req` needs, on a broker of cluster `cluster`. An empty list means
 /// an authenticated user may send it.
 pub fn needs(req: &RemotingCommand, cluster: &str) -> Result<Vec<Need>, AuthError> {
@@ -137,6 +152,24 @@ pub fn needs(req: &RemotingCommand, cluster: &str) -> Result<Vec<Need>, AuthErro
             n.topic_and_group("topic", "consumerGroup", &[Sub])?
         }
         rq::QUERY_MESSAGE => n.need("topic", Topic, &[Sub, Get])?,
+        // The POP codes' headers carry topic and group as SUB resources
+        // (RocketMQ's @RocketMQResource annotations on them).
+        rq::POP_MESSAGE
+        | rq::ACK_MESSAGE
+        | rq::CHANGE_MESSAGE_INVISIBLETIME
+        | rq::NOTIFICATION
+        | rq::POLLING_INFO => n.topic_and_group("topic", "consumerGroup", &[Sub])?,
+        // Java checks nothing for a batch ack (its body has no annotated
+        // header); Basalt asks SUB on each group and topic it acks in.
+        rq::BATCH_ACK_MESSAGE => {
+            let b: BatchAckBody = n.body()?;
+            for a in &b.acks {
+                n.add(group(&a.group), &[Sub]);
+                if !is_retry(&a.topic) {
+                    n.add(topic(&a.topic), &[Sub]);
+                }
+            }
+        }
         rq::HEART_BEAT => {
             let hb: HeartbeatData = n.body()?;
             for c in &hb.consumer_data_set {
@@ -286,6 +319,33 @@ mod tests {
         .unwrap();
         let keys: Vec<String> = n.iter().map(|n| n.resource.key()).collect();
         assert_eq!(keys, vec!["Topic:T", "Group:g"]);
+    }
+
+    #[test]
+    fn pop_codes_need_topic_and_group_sub() {
+        for code in [
+            rq::POP_MESSAGE,
+            rq::ACK_MESSAGE,
+            rq::CHANGE_MESSAGE_INVISIBLETIME,
+        ] {
+            let n = needs(&req(code, &[("topic", "T"), ("consumerGroup", "g")]), "c").unwrap();
+            let keys: Vec<String> = n.iter().map(|n| n.resource.key()).collect();
+            assert_eq!(keys, vec!["Topic:T", "Group:g"], "code {code}");
+            assert!(n.iter().all(|n| n.actions == vec![Action::Sub]));
+        }
+        let body = r#"{"brokerName":"b","acks":[{"c":"g1","t":"T1","b":"AQ=="},{"c":"g2","t":"%RETRY%g2_T1"}]}"#;
+        let b = RemotingCommand::request(rq::BATCH_ACK_MESSAGE).with_body(body.as_bytes().to_vec());
+        let keys: Vec<String> = needs(&b, "c")
+            .unwrap()
+            .iter()
+            .map(|n| n.resource.key())
+            .collect();
+        assert_eq!(keys, vec!["Group:g1", "Topic:T1", "Group:g2"]);
+        let bad = RemotingCommand::request(rq::BATCH_ACK_MESSAGE).with_body(b"{not json".to_vec());
+        assert!(
+            needs(&bad, "c").is_err(),
+            "an unreadable batch ack is refused"
+        );
     }
 
     #[test]

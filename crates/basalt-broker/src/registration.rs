@@ -90,6 +90,23 @@ impl Registrar {
         self.master_addr.lock().clone()
     }
 
+    /// Sends `cmd` to the NameServer at `addr`, signed with the broker's
+    /// own credentials when it has any: `innerClientAuthenticationCredentials`
+    /// as Java's broker signs, else the `initAuthenticationUser` (a super
+    /// user, so a NameServer sharing the broker's settings takes it).
+    async fn call_namesrv(
+        &self,
+        addr: &str,
+        mut cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, basalt_remoting::RemotingError> {
+        let auth = &self.config.auth;
+        if let Some(u) = auth.inner_credentials.as_ref().or(auth.init_user.as_ref()) {
+            basalt_auth::sign::sign(&mut cmd, &u.username, &u.password, None);
+        }
+        self.client.invoke(addr, cmd, timeout).await
+    }
+
     fn namesrv_addrs(&self) -> Vec<String> {
         self.config
             .namesrv_addr
@@ -227,7 +244,7 @@ impl Registrar {
             let cmd = RemotingCommand::request(request::REGISTER_BROKER)
                 .with_ext(header.to_ext())
                 .with_body(body.clone());
-            match self.client.invoke(&addr, cmd, Duration::from_secs(6)).await {
+            match self.call_namesrv(&addr, cmd, Duration::from_secs(6)).await {
                 Ok(resp) if resp.code == 0 => self.learn_master(&resp),
                 Ok(resp) => {
                     all = false;
@@ -274,7 +291,7 @@ impl Registrar {
         for addr in self.namesrv_addrs() {
             let cmd =
                 RemotingCommand::request(request::UNREGISTER_BROKER).with_ext(header.to_ext());
-            let _ = self.client.invoke(&addr, cmd, Duration::from_secs(3)).await;
+            let _ = self.call_namesrv(&addr, cmd, Duration::from_secs(3)).await;
         }
     }
 
@@ -347,7 +364,7 @@ impl Registrar {
             let cmd = RemotingCommand::request(request::REGISTER_TOPIC_IN_NAMESRV)
                 .with_ext(header.to_ext())
                 .with_body(body.clone());
-            match self.client.invoke(&addr, cmd, Duration::from_secs(3)).await {
+            match self.call_namesrv(&addr, cmd, Duration::from_secs(3)).await {
                 Ok(resp) if resp.code == 0 => {}
                 Ok(resp) => {
                     tracing::debug!(namesrv = %addr, topic = %tc.topic_name, code = resp.code, remark = ?resp.remark, "single-topic registration not taken");

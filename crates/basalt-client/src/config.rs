@@ -47,6 +47,35 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// TLS to NameServers and brokers (Java's `useTLS`); None: plain TCP.
     pub tls: Option<basalt_remoting::ClientTls>,
+    /// Every request is signed with these (Java's `AclClientRPCHook`,
+    /// docs/auth.md); None: unsigned.
+    pub credentials: Option<Credentials>,
+}
+
+/// An access key and its secret, for signing requests. The secret never
+/// shows in `Debug` output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The process-wide credentials default, as [`set_default_tls`] for TLS.
+static DEFAULT_CREDENTIALS: std::sync::OnceLock<Credentials> = std::sync::OnceLock::new();
+
+/// Makes every [`ClientConfig`] created afterwards sign its requests with
+/// `credentials`. Only the first call counts.
+pub fn set_default_credentials(credentials: Credentials) {
+    let _ = DEFAULT_CREDENTIALS.set(credentials);
 }
 
 /// The process-wide TLS default (Java's `-Dtls.enable=true`): set once,
@@ -75,6 +104,7 @@ impl Default for ClientConfig {
             serialize_type: SerializeType::Rocketmq,
             connect_timeout: Duration::from_secs(3),
             tls: DEFAULT_TLS.get().cloned(),
+            credentials: DEFAULT_CREDENTIALS.get().cloned(),
         }
     }
 }

@@ -26,9 +26,10 @@ pub mod names {
     pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
 }
 
-/// Property names a client may not set as user properties: those the
-/// system gives a meaning (RocketMQ's `MessageConst.STRING_HASH_SET`, the
-/// ones Basalt knows).
+/// Property names a client may not set as user properties, and that are
+/// never delivered as such: those the system gives a meaning (RocketMQ's
+/// `MessageConst.STRING_HASH_SET`, the ones Basalt knows) and Basalt's own
+/// (`BSLT_…`, e.g. the timer copy's `BSLT_TIMER_ORIGIN`).
 pub fn is_system_property(name: &str) -> bool {
     const SYSTEM: &[&str] = &[
         p::KEYS,
@@ -77,8 +78,13 @@ pub fn is_system_property(name: &str) -> bool {
         "UNIQ_KEY",
         "PROPERTY_TRANSACTION_ID",
     ];
-    SYSTEM.contains(&name) || name.starts_with(p::TRANSIENT_PREFIX)
+    SYSTEM.contains(&name)
+        || name.starts_with(p::TRANSIENT_PREFIX)
+        || name.starts_with(BASALT_PREFIX)
 }
+
+/// The prefix of the properties Basalt itself adds to stored messages.
+const BASALT_PREFIX: &str = "BSLT_";
 
 /// Protobuf timestamp of Unix millis.
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {
@@ -199,10 +205,7 @@ pub fn to_pb(m: &StoredMessage, d: &Delivery<'_>) -> pb::Message {
         tag,
         keys,
         message_id: message_id.unwrap_or_else(|| m.offset_msg_id()),
-        body_digest: Some(pb::Digest {
-            r#type: DigestType::Crc32 as i32,
-            checksum: format!("{:X}", crc32fast::hash(&body)),
-        }),
+        body_digest: Some(body_digest(&body)),
         body_encoding: Encoding::Identity as i32,
         message_type: message_type as i32,
         born_timestamp: Some(timestamp(m.born_timestamp)),
@@ -231,8 +234,35 @@ pub fn to_pb(m: &StoredMessage, d: &Delivery<'_>) -> pb::Message {
     }
 }
 
+/// A delivered body's digest as the proxy sends it: MD5, upper-case hex,
+/// 32 digits. The Java, Python and Node.js SDKs check MD5 so; their CRC32
+/// checks disagree (unpadded hex in Java, zero-padded in Python, decimal
+/// in Node.js). The Go SDK v5.1.2 expects lower case for both, so it marks
+/// bodies corrupted against the proxy and Basalt alike.
+pub(crate) fn body_digest(body: &[u8]) -> pb::Digest {
+    use md5::{Digest, Md5};
+    use std::fmt::Write;
+    let sum = Md5::digest(body);
+    let mut checksum = String::with_capacity(32);
+    for b in sum.iter() {
+        let _ = write!(checksum, "{b:02X}");
+    }
+    pb::Digest {
+        r#type: DigestType::Md5 as i32,
+        checksum,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn body_digest_is_the_proxys_md5() {
+        // The Java SDK's own test vector (MessageViewImplTest, "foobar").
+        let d = super::body_digest(b"foobar");
+        assert_eq!(d.checksum, "3858F62230AC3C915F300C664312C63F");
+        assert_eq!(d.r#type, super::DigestType::Md5 as i32);
+    }
+
     use super::*;
 
     #[test]
@@ -247,5 +277,6 @@ mod tests {
         assert!(is_system_property("UNIQ_KEY"));
         assert!(is_system_property("__SHARDINGKEY"));
         assert!(!is_system_property("orderId"));
+        assert!(is_system_property(p::TIMER_ORIGIN), "Basalt's own");
     }
 }

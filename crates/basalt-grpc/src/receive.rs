@@ -25,6 +25,9 @@ const MIN_INVISIBLE: Duration = Duration::from_secs(10);
 const MAX_INVISIBLE: Duration = Duration::from_secs(12 * 3600);
 /// Longest long polling a receive may ask for.
 const MAX_POLLING: Duration = Duration::from_secs(30);
+/// How long before the call's deadline a long poll ends, for its answer
+/// to travel back.
+const REPLY_MARGIN: Duration = Duration::from_millis(500);
 /// Long polling when the request names none and its call has no deadline.
 const DEFAULT_POLLING: Duration = Duration::from_secs(20);
 /// Bounds of the long polling derived from a call's deadline (the proxy's
@@ -180,9 +183,12 @@ impl Messaging {
             None => derived_polling(session, deadline)?,
         };
         // Never poll past the caller's deadline: what a late POP took would
-        // stay invisible with nobody to read it.
+        // stay invisible with nobody to read it. End a little before it, so
+        // that an empty answer reaches the client before it gives up (the
+        // Rust SDK's deadline is its long polling time itself; polling to
+        // the very end made every empty receive a CANCELLED).
         let poll = match deadline {
-            Some(left) => poll.min(left),
+            Some(left) => poll.min(left.saturating_sub(REPLY_MARGIN)),
             None => poll,
         };
         let (expression_type, expression) = match req.filter_expression.as_ref() {

@@ -24,6 +24,27 @@ use crate::transactions::{HalfPlace, OpenTransactions};
 /// Frames queued toward one client before the sender waits.
 const OUTBOUND: usize = 64;
 
+/// A producer's send retries as the proxy issues them (ProxyConfig's
+/// `grpcClientProducerMaxAttempts` 3, backoff 10 ms doubling up to 1 s).
+/// Every SDK takes it; the Node.js SDK sends none of its own and fails on
+/// settings without one.
+fn producer_backoff() -> pb::RetryPolicy {
+    pb::RetryPolicy {
+        max_attempts: 3,
+        strategy: Some(pb::retry_policy::Strategy::ExponentialBackoff(
+            pb::ExponentialBackoff {
+                initial: Some(convert::pb_duration(Duration::from_millis(10))),
+                max: Some(convert::pb_duration(Duration::from_secs(1))),
+                multiplier: 2.0,
+            },
+        )),
+    }
+}
+
+/// `retryMaxTimes` of a group the broker does not know (RocketMQ's
+/// SubscriptionGroupConfig default).
+const DEFAULT_RETRY_MAX_TIMES: i32 = 16;
+
 impl Messaging {
     /// The settings the broker answers a client's with: the client's own,
     /// with what the broker decides (body size limit, a consumer group's
@@ -34,6 +55,7 @@ impl Messaging {
                 p.max_body_size =
                     i32::try_from(self.broker.live_max_message_size()).unwrap_or(i32::MAX);
                 p.validate_message_type = false;
+                s.backoff_policy = Some(producer_backoff());
             }
             Some(PubSub::Subscription(sub)) => {
                 let group = sub
@@ -46,10 +68,8 @@ impl Messaging {
                 sub.fifo = Some(sub.fifo.unwrap_or(false) || orderly);
                 sub.receive_batch_size = Some(32);
                 sub.long_polling_timeout = Some(convert::pb_duration(Duration::from_secs(20)));
-                if let Some(v) = view {
-                    let policy = s.backoff_policy.get_or_insert_with(Default::default);
-                    policy.max_attempts = v.retry_max_times.saturating_add(1);
-                }
+                let retry_max_times = view.map_or(DEFAULT_RETRY_MAX_TIMES, |v| v.retry_max_times);
+                s.backoff_policy = Some(self.consumer_backoff(retry_max_times));
             }
             None => {}
         }
@@ -58,6 +78,28 @@ impl Messaging {
             endpoints: None,
         });
         s
+    }
+
+    /// A consumer group's retry policy as the proxy issues it: attempts
+    /// from the group's `retryMaxTimes` (+1 for the first delivery), and
+    /// the waits between them from the broker's delay levels (the proxy's
+    /// default CustomizedRetryPolicy is the same 1s 5s 10s ... 2h ladder).
+    /// The Java PushConsumer refuses settings without a strategy.
+    fn consumer_backoff(&self, retry_max_times: i32) -> pb::RetryPolicy {
+        let next = self
+            .broker
+            .config()
+            .delay_levels()
+            .0
+            .iter()
+            .map(|&ms| convert::pb_duration(Duration::from_millis(ms.max(0) as u64)))
+            .collect();
+        pb::RetryPolicy {
+            max_attempts: retry_max_times.saturating_add(1),
+            strategy: Some(pb::retry_policy::Strategy::CustomizedBackoff(
+                pb::CustomizedBackoff { next },
+            )),
+        }
     }
 
     /// Handles one command a client sent on its stream.

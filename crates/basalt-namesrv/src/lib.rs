@@ -47,6 +47,10 @@ pub struct NamesrvConfig {
     pub order_message_enable: bool,
     /// TLS on the listener (`tls.server.mode`, docs/tls.md); None: plain.
     pub security: Option<std::sync::Arc<basalt_remoting::ServerSecurity>>,
+    /// The auth gate (docs/auth.md#nameserver): with
+    /// `authenticationEnabled`, the NameServer's writes need a super user
+    /// its settings name. None: every request passes.
+    pub auth: Option<Arc<basalt_auth::AuthGate>>,
 }
 
 impl Default for NamesrvConfig {
@@ -59,6 +63,7 @@ impl Default for NamesrvConfig {
             kv_config_path: None,
             order_message_enable: false,
             security: None,
+            auth: None,
         }
     }
 }
@@ -88,11 +93,14 @@ impl NameServer {
             Some(path) => kv_config::KvConfigManager::load(path)?,
             None => kv_config::KvConfigManager::in_memory(),
         };
-        let processor = Arc::new(NamesrvProcessor::with_kv(
-            RouteInfoManager::new(expiry_ms),
-            Arc::new(kv),
-            config.order_message_enable,
-        ));
+        let processor = Arc::new(
+            NamesrvProcessor::with_kv(
+                RouteInfoManager::new(expiry_ms),
+                Arc::new(kv),
+                config.order_message_enable,
+            )
+            .with_auth(config.auth.clone()),
+        );
         let server_config = ServerConfig {
             max_connections: config.max_connections,
             security: config.security.clone(),

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use basalt_auth::AuthGate;
 use basalt_common::crc::masked_crc32;
 use basalt_common::time::now_millis;
 use basalt_remoting::code::{request, response};
@@ -36,6 +37,8 @@ pub struct NamesrvProcessor {
     /// Routes carry `orderTopicConf` from the ORDER_TOPIC_CONFIG namespace
     /// (Java `orderMessageEnable`, off by default).
     order_message_enable: bool,
+    /// Checks each request before it is handled (None: none checked).
+    auth: Option<Arc<AuthGate>>,
 }
 
 impl NamesrvProcessor {
@@ -56,7 +59,24 @@ impl NamesrvProcessor {
             broker_channels: Mutex::new(HashMap::new()),
             kv,
             order_message_enable,
+            auth: None,
         }
+    }
+
+    /// The processor with `gate` in front of every request.
+    pub fn with_auth(mut self, gate: Option<Arc<AuthGate>>) -> Self {
+        self.auth = gate;
+        self
+    }
+
+    /// The refusal to answer instead of handling `req`, if the gate
+    /// refuses it (a NameServer write without a super user's signature).
+    fn refused(&self, channel: &Channel, req: &RemotingCommand) -> Option<RemotingCommand> {
+        let gate = self.auth.as_ref()?;
+        let refusal = gate
+            .check_namesrv(Some(channel.remote_addr().ip()), req)
+            .err()?;
+        Some(error(req, refusal.code, refusal.remark))
     }
 
     /// The KV config.
@@ -285,6 +305,9 @@ impl NamesrvProcessor {
 
 impl RequestProcessor for NamesrvProcessor {
     async fn process(&self, channel: &Channel, req: RemotingCommand) -> Option<RemotingCommand> {
+        if let Some(refusal) = self.refused(channel, &req) {
+            return Some(refusal);
+        }
         match req.code {
             // These write kvConfig.json, off the async workers.
             request::PUT_KV_CONFIG | request::DELETE_KV_CONFIG => {

@@ -29,5 +29,5 @@ pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 pub use error::{DecodeError, HeaderError, RemotingError};
 pub use transport::{
     Channel, ClientRequestHandler, ConnectionConfig, RemotingClient, RemotingClientConfig,
-    RemotingServer, RequestProcessor, ServerConfig, ServerHandle,
+    RemotingServer, RequestHook, RequestProcessor, ServerConfig, ServerHandle,
 };

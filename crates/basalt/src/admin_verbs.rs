@@ -49,6 +49,7 @@ pub async fn group(admin: &Admin, cmd: GroupCommand) -> Result<Report, String> {
             retry_max_times,
             consume_disable,
             no_broadcast,
+            orderly,
         } => {
             let config = json!({
                 "groupName": group,
@@ -57,6 +58,7 @@ pub async fn group(admin: &Admin, cmd: GroupCommand) -> Result<Report, String> {
                 "consumeFromMinEnable": true,
                 "retryQueueNums": retry_queue_nums,
                 "retryMaxTimes": retry_max_times,
+                "consumeMessageOrderly": orderly,
                 "brokerId": 0,
                 "whichBrokerWhenConsumeSlowly": 1,
                 "notifyConsumerIdsChangedEnable": true,

@@ -19,6 +19,19 @@ pub struct Cli {
     /// certificates in this PEM file (implies --tls).
     #[arg(long, global = true, value_name = "PEM", env = "BASALT_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
+    /// Sign every request as this user (ACL 2.0 user name or ACL 1.0
+    /// accessKey), for brokers and NameServers with authentication on.
+    #[arg(
+        long,
+        global = true,
+        env = "BASALT_ACCESS_KEY",
+        requires = "secret_key"
+    )]
+    pub access_key: Option<String>,
+    /// The user's password (ACL 1.0 secretKey). Prefer the environment
+    /// variable: a flag shows in the process list.
+    #[arg(long, global = true, env = "BASALT_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -326,6 +339,10 @@ pub enum GroupCommand {
         /// Refuse broadcasting consumers.
         #[arg(long)]
         no_broadcast: bool,
+        /// Consume in order (`consumeMessageOrderly`, mqadmin's `-o`): a
+        /// FIFO group for gRPC and POP consumers.
+        #[arg(long)]
+        orderly: bool,
     },
     /// Delete a subscription group on every master of a cluster (or one broker).
     Delete {
@@ -606,7 +623,9 @@ pub struct NamesrvArgs {
     #[arg(long)]
     pub order_message_enable: bool,
     /// A namesrv.conf (.properties): its `tls.*` settings (docs/tls.md)
-    /// are applied; other keys are left to the flags.
+    /// and auth settings (`authenticationEnabled`, `initAuthenticationUser`,
+    /// `innerClientAuthenticationCredentials`, docs/auth.md) are applied;
+    /// other keys are left to the flags.
     #[arg(short = 'c', long)]
     pub config: Option<PathBuf>,
 }
@@ -683,6 +702,12 @@ impl Cli {
             basalt_client::config::set_default_tls(tls);
         } else if self.tls {
             basalt_client::config::set_default_tls(basalt_remoting::ClientTls::insecure());
+        }
+        if let (Some(access_key), Some(secret_key)) = (&self.access_key, &self.secret_key) {
+            basalt_client::config::set_default_credentials(basalt_client::config::Credentials {
+                access_key: access_key.clone(),
+                secret_key: secret_key.clone(),
+            });
         }
         match self.command {
             Command::Standalone(a) => crate::serve::standalone(a),

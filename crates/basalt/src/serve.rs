@@ -87,6 +87,7 @@ pub fn standalone(a: StandaloneArgs) -> Result<ExitCode, String> {
             kv_config_path: Some(kv_config_path),
             order_message_enable: a.order_message_enable,
             security,
+            auth: namesrv_gate(&cfg.auth, &cfg.broker_cluster_name),
             ..Default::default()
         })
         .await
@@ -138,24 +139,53 @@ fn default_kv_config_path() -> std::path::PathBuf {
         .join("kvConfig.json")
 }
 
-/// The NameServer's TLS from the `tls.*` keys of its config file.
-async fn namesrv_security(
+/// The NameServer's auth gate: on when `authenticationEnabled`, with the
+/// super users the settings name (docs/auth.md#nameserver).
+fn namesrv_gate(
+    settings: &basalt_auth::AuthSettings,
+    cluster: &str,
+) -> Option<std::sync::Arc<basalt_auth::AuthGate>> {
+    settings.authentication_enabled.then(|| {
+        std::sync::Arc::new(basalt_auth::AuthGate::new(
+            settings.clone(),
+            cluster,
+            None,
+            None,
+        ))
+    })
+}
+
+/// What a NameServer takes from its config file: TLS (`tls.*`) and auth
+/// (`authenticationEnabled`, `initAuthenticationUser`,
+/// `innerClientAuthenticationCredentials`, `authenticationWhitelist`).
+async fn namesrv_file_settings(
     file: Option<&std::path::Path>,
-) -> Result<Option<std::sync::Arc<basalt_remoting::ServerSecurity>>, String> {
+) -> Result<
+    (
+        Option<std::sync::Arc<basalt_remoting::ServerSecurity>>,
+        basalt_auth::AuthSettings,
+    ),
+    String,
+> {
     let mut settings = SecuritySettings::default();
+    let mut auth = basalt_auth::AuthSettings::default();
     if let Some(file) = file {
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         for (k, v) in basalt_broker::config::properties_pairs(&text) {
             if basalt_remoting::TlsSettings::is_tls_key(&k) {
                 settings.set(&k, &v).map_err(|e| e.to_string())?;
+            } else {
+                auth.set(&k, &v)
+                    .map_err(|e| format!("{}: {k}: {e}", file.display()))?;
             }
         }
     }
-    Ok(TransportSecurity::load(&settings)
+    let security = TransportSecurity::load(&settings)
         .await
         .map_err(|e| format!("NameServer: {e}"))?
-        .listener("namesrv"))
+        .listener("namesrv");
+    Ok((security, auth))
 }
 
 pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
@@ -164,13 +194,14 @@ pub fn namesrv(a: NamesrvArgs) -> Result<ExitCode, String> {
     rt.block_on(async move {
         let stop = ShutdownSignal::install();
         fd_limit::warn_if_caps_exceed(a.max_connections, fds);
-        let security = namesrv_security(a.config.as_deref()).await?;
+        let (security, auth) = namesrv_file_settings(a.config.as_deref()).await?;
         let ns = NameServer::start(NamesrvConfig {
             listen: SocketAddr::new(a.listen, a.port),
             max_connections: a.max_connections.max(1),
             kv_config_path: Some(a.kv_config.clone().unwrap_or_else(default_kv_config_path)),
             order_message_enable: a.order_message_enable,
             security,
+            auth: namesrv_gate(&auth, "DefaultCluster"),
             ..Default::default()
         })
         .await

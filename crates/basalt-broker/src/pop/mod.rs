@@ -10,6 +10,7 @@
 //! records of the revive topic `rmq_sys_REVIVE_LOG_<cluster>` through the
 //! CommitLog, so they are replicated and survive restarts and fail-over.
 
+pub mod batch_ack;
 pub mod fetch;
 pub mod handle;
 pub mod order;

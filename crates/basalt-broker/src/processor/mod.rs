@@ -145,6 +145,7 @@ impl BrokerProcessor {
             }
             request::POP_MESSAGE => pop::pop(&self.pop, &req).await,
             request::ACK_MESSAGE => pop::ack(&self.pop, &req).await,
+            request::BATCH_ACK_MESSAGE => pop::batch_ack(&self.pop, &req).await,
             request::CHANGE_MESSAGE_INVISIBLETIME => pop::change_invisible(&self.pop, &req).await,
             request::NOTIFICATION => pop::notification(&self.pop, &req).await,
             request::POLLING_INFO => pop::polling_info(&req),

@@ -1,6 +1,6 @@
 //! The remoting POP codes (docs/pop.md#remoting): POP_MESSAGE,
-//! ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION and
-//! POLLING_INFO, over [`PopService`].
+//! ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME,
+//! NOTIFICATION and POLLING_INFO, over [`PopService`].
 
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use basalt_remoting::header::{
 use bytes::BytesMut;
 
 use super::error;
+use crate::pop::batch_ack::BatchAckBody;
 use crate::pop::fetch::PopOutcome;
 use crate::pop::handle::{ExtraInfo, retry_flag_of};
 use crate::pop::{PopError, PopRequest, PopService};
@@ -134,6 +135,19 @@ pub async fn ack(p: &PopService, req: &RemotingCommand) -> RemotingCommand {
     };
     match p.ack(&h.consumer_group, &h.topic, &info).await {
         Ok(()) | Err(PopError::NotFound) => RemotingCommand::response(response::SUCCESS, None),
+        Err(e) => pop_error(e),
+    }
+}
+
+/// BATCH_ACK_MESSAGE: the acks of a BatchAckMessageRequestBody; offsets no
+/// longer in flight are skipped, as ACK_MESSAGE answers them with success.
+pub async fn batch_ack(p: &PopService, req: &RemotingCommand) -> RemotingCommand {
+    let body = match BatchAckBody::parse(&req.body) {
+        Ok(b) => b,
+        Err(e) => return pop_error(e),
+    };
+    match p.batch_ack(&body).await {
+        Ok(_) => RemotingCommand::response(response::SUCCESS, None),
         Err(e) => pop_error(e),
     }
 }

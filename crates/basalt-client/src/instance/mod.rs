@@ -72,6 +72,15 @@ impl std::fmt::Debug for ClientInstance {
     }
 }
 
+/// Signs each request as Java's `AclClientRPCHook` does.
+struct SignRequests(crate::config::Credentials);
+
+impl basalt_remoting::RequestHook for SignRequests {
+    fn before_request(&self, cmd: &mut basalt_remoting::RemotingCommand) {
+        basalt_auth::sign::sign(cmd, &self.0.access_key, &self.0.secret_key, None);
+    }
+}
+
 impl ClientInstance {
     /// A new instance; nothing is connected until it is used.
     pub fn new(config: ClientConfig) -> Arc<Self> {
@@ -91,6 +100,9 @@ impl ClientInstance {
                             secret: None,
                             purpose: "client",
                         })
+                    }),
+                    hook: config.credentials.clone().map(|c| {
+                        Arc::new(SignRequests(c)) as Arc<dyn basalt_remoting::RequestHook>
                     }),
                     ..Default::default()
                 },

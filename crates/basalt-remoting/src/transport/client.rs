@@ -84,6 +84,7 @@ impl RemotingClient {
         let deadline = Instant::now() + timeout;
         let channel = self.channel_by(addr, deadline).await?;
         let left = deadline.saturating_duration_since(Instant::now());
+        let cmd = self.hooked(cmd);
         let code = cmd.code;
         match channel.request(cmd, left).await {
             Err(RemotingError::Timeout { addr, .. }) => Err(RemotingError::Timeout {
@@ -103,7 +104,15 @@ impl RemotingClient {
     ) -> Result<(), RemotingError> {
         let deadline = Instant::now() + self.inner.config.connect_timeout;
         let channel = self.channel_by(addr, deadline).await?;
-        channel.send_oneway(cmd).await
+        channel.send_oneway(self.hooked(cmd)).await
+    }
+
+    /// `cmd` after the configured [`RequestHook`](super::RequestHook).
+    fn hooked(&self, mut cmd: RemotingCommand) -> RemotingCommand {
+        if let Some(hook) = &self.inner.config.hook {
+            hook.before_request(&mut cmd);
+        }
+        cmd
     }
 
     /// The connection to `addr`, opened if needed.

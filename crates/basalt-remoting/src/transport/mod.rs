@@ -134,6 +134,18 @@ impl Default for ServerConfig {
     }
 }
 
+/// Called on every request a [`RemotingClient`] sends, just before it goes
+/// out (Java's `RPCHook.doBeforeRequest`): e.g. to sign it.
+pub trait RequestHook: Send + Sync {
+    fn before_request(&self, cmd: &mut crate::command::RemotingCommand);
+}
+
+impl std::fmt::Debug for dyn RequestHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestHook")
+    }
+}
+
 /// Settings of a [`RemotingClient`]: connection limits and the connect timeout.
 #[derive(Debug, Clone)]
 pub struct RemotingClientConfig {
@@ -142,6 +154,8 @@ pub struct RemotingClientConfig {
     pub connect_timeout: Duration,
     /// TLS and/or the cluster-secret handshake on each new connection.
     pub security: Option<Arc<basalt_tls::ClientSecurity>>,
+    /// Applied to each request before it is sent (signing).
+    pub hook: Option<Arc<dyn RequestHook>>,
 }
 
 impl Default for RemotingClientConfig {
@@ -150,6 +164,7 @@ impl Default for RemotingClientConfig {
             connection: ConnectionConfig::default(),
             connect_timeout: Duration::from_secs(3),
             security: None,
+            hook: None,
         }
     }
 }

@@ -32,6 +32,11 @@ const TOPICS: &[&str] = &[
     "grpc-bad-input",
     "grpc-mixed-in",
     "grpc-mixed-out",
+    "grpc-push",
+    "grpc-push-retry",
+    "grpc-dlq",
+    "grpc-fifo-two",
+    "grpc-restart",
 ];
 
 /// A free loopback port for the gRPC server.
@@ -42,14 +47,14 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
-fn basalt(args: &[&str]) -> std::process::Output {
+pub(crate) fn basalt(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_basalt"))
         .args(args)
         .output()
         .expect("run basalt")
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
@@ -61,7 +66,7 @@ fn broker(tmp: &Path) -> (Standalone, String) {
 
 /// [`broker`] with more `--set` values; `cli` goes before the admin
 /// command (`--tls` when the broker takes TLS only).
-fn broker_with(tmp: &Path, more: &[String], cli: &[&str]) -> (Standalone, String) {
+pub(crate) fn broker_with(tmp: &Path, more: &[String], cli: &[&str]) -> (Standalone, String) {
     let port = free_port();
     let grpc = format!("grpcServerPort={port}");
     let mut sets: Vec<&str> = BROKER_SETS.to_vec();
@@ -95,7 +100,13 @@ fn broker_with(tmp: &Path, more: &[String], cli: &[&str]) -> (Standalone, String
 
 /// Runs `cases` of the harness against `endpoints`; panics with the whole
 /// output unless ALL PASSED.
-fn run_cases(dir: &Path, home: &Path, endpoints: &str, cases: &[&str], props: &[(&str, String)]) {
+pub(crate) fn run_cases(
+    dir: &Path,
+    home: &Path,
+    endpoints: &str,
+    cases: &[&str],
+    props: &[(&str, String)],
+) {
     let cp = std::fs::read_to_string(dir.join("sdk.classpath")).expect("sdk.classpath");
     let mut cmd = Command::new(java());
     cmd.args([
@@ -122,7 +133,7 @@ fn run_cases(dir: &Path, home: &Path, endpoints: &str, cases: &[&str], props: &[
     );
 }
 
-fn setup() -> Option<(std::path::PathBuf, tempfile::TempDir)> {
+pub(crate) fn setup() -> Option<(std::path::PathBuf, tempfile::TempDir)> {
     let dir = family_dir(FAMILY)?;
     let tmp = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir_all(tmp.path().join("home")).expect("home");

@@ -2,7 +2,7 @@
 //! (docs/pop.md): pop and ack, long polling, invisible-time expiry and
 //! redelivery through the POP retry topic, the DLQ after the group's
 //! maximum, changing the invisible time, acks surviving a restart, and POP
-//! and pull groups on one topic.
+//! and pull groups on one topic, and batch acks.
 
 use std::collections::{BTreeSet, HashMap};
 use std::process::Command;
@@ -21,12 +21,12 @@ use crate::standalone::{self, Standalone};
 
 /// One popped message as a Java client sees it: the record and its
 /// `POP_CK`, derived from the response header as MQClientAPIImpl does.
-struct Popped {
-    msg: StoredMessage,
-    extra_info: String,
+pub(crate) struct Popped {
+    pub(crate) msg: StoredMessage,
+    pub(crate) extra_info: String,
 }
 
-fn body(p: &Popped) -> String {
+pub(crate) fn body(p: &Popped) -> String {
     String::from_utf8_lossy(&p.msg.body).into_owned()
 }
 
@@ -49,13 +49,34 @@ fn pop_request(group: &str, topic: &str, invisible_ms: i64, poll_ms: i64) -> Rem
 }
 
 /// Pops once; an empty vector when the broker found nothing.
-fn pop(c: &mut Raw, group: &str, topic: &str, invisible_ms: i64, poll_ms: i64) -> Vec<Popped> {
+pub(crate) fn pop(
+    c: &mut Raw,
+    group: &str,
+    topic: &str,
+    invisible_ms: i64,
+    poll_ms: i64,
+) -> Vec<Popped> {
+    try_pop(c, group, topic, invisible_ms, poll_ms)
+        .unwrap_or_else(|(code, remark)| panic!("pop: {code} {remark:?}"))
+}
+
+/// Pops once; the response code and remark when it is neither a hit nor
+/// a miss (a broker not taking POP answers SERVICE_NOT_AVAILABLE).
+pub(crate) fn try_pop(
+    c: &mut Raw,
+    group: &str,
+    topic: &str,
+    invisible_ms: i64,
+    poll_ms: i64,
+) -> Result<Vec<Popped>, (i32, Option<String>)> {
     let r = c.call(pop_request(group, topic, invisible_ms, poll_ms));
     if r.code == response::POLLING_TIMEOUT || r.code == response::PULL_NOT_FOUND {
         assert!(r.ext_fields.get("restNum").is_some(), "restNum on a miss");
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    assert_eq!(r.code, response::SUCCESS, "pop: {:?}", r.remark);
+    if r.code != response::SUCCESS {
+        return Err((r.code, r.remark));
+    }
     let field = |k: &str| r.ext_fields.get(k).map(str::to_string).unwrap_or_default();
     let pop_time = field("popTime");
     let invisible = field("invisibleTime");
@@ -74,7 +95,8 @@ fn pop(c: &mut Raw, group: &str, topic: &str, invisible_ms: i64, poll_ms: i64) -
     }
     let msgs = decode_all(&r.body, true).expect("pop body decodes");
     assert_eq!(listed, msgs.len(), "msgOffsetInfo lists every message");
-    msgs.into_iter()
+    Ok(msgs
+        .into_iter()
         .map(|msg| {
             let flag = if msg.topic.starts_with("%RETRY%") {
                 "1"
@@ -88,10 +110,10 @@ fn pop(c: &mut Raw, group: &str, topic: &str, invisible_ms: i64, poll_ms: i64) -
             );
             Popped { msg, extra_info }
         })
-        .collect()
+        .collect())
 }
 
-fn ack(c: &mut Raw, group: &str, topic: &str, p: &Popped) -> RemotingCommand {
+pub(crate) fn ack(c: &mut Raw, group: &str, topic: &str, p: &Popped) -> RemotingCommand {
     let h = AckMessageRequestHeader {
         consumer_group: group.into(),
         topic: topic.into(),
@@ -110,7 +132,7 @@ fn send(c: &mut Raw, topic: &str, bodies: &[&str]) {
 }
 
 /// Pops until `n` messages came or `within` passed.
-fn pop_until(
+pub(crate) fn pop_until(
     c: &mut Raw,
     group: &str,
     topic: &str,
@@ -516,4 +538,52 @@ fn fifo_pop_locks_the_queue_until_acked() {
         assert_eq!(ack(&mut c, "G7", "PopF", p).code, response::SUCCESS);
     }
     assert!(pop_ordered(&mut c, 4, 60_000).0.is_empty(), "all acked");
+}
+
+/// BATCH_ACK_MESSAGE as RocketMQ's proxy sends it (fastjson BitSet in
+/// base64): the acked offsets stay acked, the others come back after their
+/// invisible time; a repeated batch ack is answered SUCCESS, a malformed
+/// body INVALID_PARAMETER.
+#[test]
+fn batch_ack_acks_the_offsets_of_its_bitset() {
+    let (_d, _s, mut c) = start();
+    for i in 0..6 {
+        let r = c.call(send_request("PopB", 0, format!("b{i}").as_bytes()));
+        assert_eq!(r.code, response::SUCCESS, "send b{i}: {:?}", r.remark);
+    }
+    let got = pop_until(&mut c, "GB", "PopB", 2_000, 6, Duration::from_secs(10));
+    assert_eq!(got.len(), 6, "one pop of the six");
+    let ck: Vec<&str> = got[0].extra_info.split(' ').collect();
+    let (start_offset, pop_time, revive_qid) = (ck[0], ck[1], ck[3]);
+    assert_eq!(start_offset, "0");
+    // Bits 0, 2 and 4 (0b10101): offsets 0, 2, 4 acked.
+    let json = format!(
+        r#"{{"brokerName":"broker-a","acks":[{{"c":"GB","t":"PopB","r":"0","so":{start_offset},"q":0,"rq":{revive_qid},"pt":{pop_time},"it":2000,"b":"FQ=="}}]}}"#
+    );
+    let batch =
+        || RemotingCommand::request(request::BATCH_ACK_MESSAGE).with_body(json.as_bytes().to_vec());
+    let r = c.call(batch());
+    assert_eq!(r.code, response::SUCCESS, "batch ack: {:?}", r.remark);
+    assert_eq!(
+        c.call(batch()).code,
+        response::SUCCESS,
+        "a repeated batch ack"
+    );
+    let bad =
+        RemotingCommand::request(request::BATCH_ACK_MESSAGE).with_body(b"{\"acks\":7".to_vec());
+    let r = c.call(bad);
+    assert_eq!(r.code, response::INVALID_PARAMETER, "{:?}", r.remark);
+
+    let back = pop_until(&mut c, "GB", "PopB", 60_000, 3, Duration::from_secs(15));
+    let bodies: BTreeSet<String> = back.iter().map(body).collect();
+    assert_eq!(
+        bodies,
+        ["b1", "b3", "b5"].iter().map(|s| s.to_string()).collect(),
+        "exactly the offsets not in the BitSet come back"
+    );
+    assert!(back.iter().all(|p| p.msg.reconsume_times == 1));
+    assert!(
+        pop(&mut c, "GB", "PopB", 60_000, 3_000).is_empty(),
+        "nothing else comes back"
+    );
 }

@@ -1,6 +1,7 @@
 //! Shared harness of the reference-interop suites: the official Java client
-//! (4.9.x and 5.x), `mqadmin`, the Java broker and the Go client, each built
-//! by `interop/<family>/prepare.sh` into `target/interop/<family>/`
+//! (4.9.x and 5.x), `mqadmin`, the Java broker, the Go client and the 5.x
+//! gRPC SDKs (Java, Go, Python), each built by `interop/<family>/prepare.sh`
+//! into `target/interop/<family>/`
 //! (`interop/prepare.sh` runs them all; `scripts/test.sh` runs that first).
 //!
 //! A test asks for a family's artifacts with [`family_dir`]. When they are
@@ -43,7 +44,8 @@ pub fn family_dir(family: &str) -> Option<PathBuf> {
     }
     let why = format!(
         "the {family} harness is not built ({} has no READY); run interop/prepare.sh \
-         (it needs Java 17 + Maven and Go, and Maven Central / the Go module proxy once)",
+         (it needs Java 17 + Maven, Go, python3 with venv and Node.js + npm, and Maven \
+         Central / the Go module proxy / PyPI / the npm registry / crates.io once)",
         dir.display()
     );
     if std::env::var("BASALT_INTEROP_REQUIRED").as_deref() == Ok("1") {

@@ -101,6 +101,12 @@ public final class Main {
             case "mixed-produce": Cases.mixedProduce(); break;
             case "mixed-consume": Cases.mixedConsume(); break;
             case "refused": Cases.refused(); break;
+            case "push": ConsumeCases.push(); break;
+            case "push-retry": ConsumeCases.pushRetry(); break;
+            case "dlq": ConsumeCases.dlq(); break;
+            case "fifo-two": ConsumeCases.fifoTwo(); break;
+            case "restart-before": ConsumeCases.restartBefore(); break;
+            case "restart-after": ConsumeCases.restartAfter(); break;
             default: throw new IllegalArgumentException("unknown case " + name);
         }
     }
