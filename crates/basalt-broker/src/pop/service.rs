@@ -240,6 +240,7 @@ impl PopService {
         fresh.applied_to = start;
         let mut at = start;
         let mut records = 0u64;
+        let mut popped = PoppedTo::default();
         while at < max {
             let r = self.store.get_message(
                 &GetMessageRequest {
@@ -259,6 +260,7 @@ impl PopService {
                 let tag = v.property(property::TAGS).unwrap_or_default();
                 if let Some(rec) = ReviveRecord::decode(tag, v.body) {
                     fresh.apply(&rec, v.queue_offset);
+                    popped.note(&rec);
                     records += 1;
                 }
             }
@@ -269,12 +271,14 @@ impl PopService {
         }
         fresh.applied_to = fresh.applied_to.max(at);
         fresh.loaded = true;
+        let moved = popped.commit_past(&self.offsets);
         tracing::info!(
             revive_topic = %t,
             from = start,
             to = at,
             records,
             in_flight = fresh.len(),
+            offsets_moved = moved,
             "POP in-flight table rebuilt from the revive log"
         );
         *self.state.lock() = fresh;
@@ -303,5 +307,42 @@ impl PopService {
             .publish_topic_change(&change)
             .await
             .map_err(|e| PopError::Internal(format!("register {topic}: {e}")))
+    }
+}
+
+/// How far each (group, topic read, queue) was popped, by the checkpoints
+/// of the revive log. A pop commits the group's offset past what it took,
+/// but offsets reach followers only with the periodic metadata sync, while
+/// checkpoints travel in the replicated log: a member that takes over (or
+/// a broker killed before its offsets were flushed) moves each offset past
+/// its checkpointed pops, so acked messages are not popped again and
+/// unacked ones come back through revive only.
+#[derive(Default)]
+struct PoppedTo(std::collections::HashMap<(String, String, i32), i64>);
+
+impl PoppedTo {
+    fn note(&mut self, rec: &ReviveRecord) {
+        let ReviveRecord::Ck(ck) = rec else { return };
+        let Some(last) = ck.offsets().max() else {
+            return;
+        };
+        let key = (ck.group.clone(), ck.topic.clone(), ck.queue_id);
+        let next = self.0.entry(key).or_insert(0);
+        *next = (*next).max(last + 1);
+    }
+
+    /// Commits each offset the log shows is behind; returns how many moved.
+    fn commit_past(&self, offsets: &ConsumerOffsetManager) -> usize {
+        let mut moved = 0;
+        for ((group, topic, queue), next) in &self.0 {
+            if offsets
+                .query(group, topic, *queue)
+                .is_none_or(|o| o < *next)
+            {
+                offsets.commit(group, topic, *queue, *next);
+                moved += 1;
+            }
+        }
+        moved
     }
 }
