@@ -23,6 +23,10 @@ use crate::status::{self, status};
 /// bounds).
 const MIN_INVISIBLE: Duration = Duration::from_secs(10);
 const MAX_INVISIBLE: Duration = Duration::from_secs(12 * 3600);
+/// The invisible time of a receive with `auto_renew` (a PushConsumer's):
+/// the proxy's `defaultInvisibleTimeMills`. Unlike the proxy, Basalt does
+/// not renew it while the client consumes (docs/grpc.md).
+const AUTO_RENEW_INVISIBLE: Duration = Duration::from_secs(60);
 /// Longest long polling a receive may ask for.
 const MAX_POLLING: Duration = Duration::from_secs(30);
 /// How long before the call's deadline a long poll ends, for its answer
@@ -153,7 +157,13 @@ impl Messaging {
         if let Err(e) = basalt_common::topic::validate_topic(&topic) {
             return Err(status(Code::IllegalTopic, e.to_string()));
         }
-        let invisible = match req.invisible_duration.as_ref().and_then(convert::duration) {
+        // A PushConsumer asks the broker to keep its messages invisible
+        // (auto_renew) and names no time: the proxy takes its default.
+        let asked = match req.auto_renew {
+            true => Some(AUTO_RENEW_INVISIBLE),
+            false => req.invisible_duration.as_ref().and_then(convert::duration),
+        };
+        let invisible = match asked {
             Some(d) if (MIN_INVISIBLE..=MAX_INVISIBLE).contains(&d) => d,
             Some(d) => {
                 return Err(status(
