@@ -133,15 +133,15 @@ final class ConsumeCases {
         try (Producer p = producer(t); SimpleConsumer c = consumer("g-dlq", t, "*")) {
             send("dlq", p, message(t, "doomed-1", "d", "dlq-key"));
             for (int attempt = 1; attempt <= 2; attempt++) {
-                MessageView m = Cases.receiveOne(c, Duration.ofSeconds(3), 40_000);
+                MessageView m = Cases.receiveOne(c, Duration.ofSeconds(10), 60_000);
                 System.out.printf("RECV dlq id=%s body=%s attempt=%d (not acked)%n", m.getMessageId(), body(m),
                     m.getDeliveryAttempt());
                 check(m.getDeliveryAttempt() == attempt, "dlq: attempt " + m.getDeliveryAttempt() + ", want " + attempt);
                 check(body(m).equals("doomed-1"), "dlq: another message " + body(m));
             }
-            long end = System.currentTimeMillis() + 12_000;
+            long end = System.currentTimeMillis() + 15_000;
             while (System.currentTimeMillis() < end) {
-                List<MessageView> more = c.receive(16, Duration.ofSeconds(3));
+                List<MessageView> more = c.receive(16, Duration.ofSeconds(10));
                 for (MessageView m : more) {
                     System.out.printf("RECV dlq EXTRA id=%s attempt=%d%n", m.getMessageId(), m.getDeliveryAttempt());
                 }
