@@ -20,7 +20,9 @@
 #
 # gRPC: basalt.grpc.Bench from interop/java-grpc-sdk (built by its
 # prepare.sh), a Producer with sendAsync and a window of W; it sends WARMUP
-# seconds (default 3, the JIT's) before the DURATION counted. Remoting:
+# seconds (default 10; after 3 s the JVM's CPU per message over the next
+# 10 s was still twice its later figure, the JIT compiling) before the
+# DURATION counted. Remoting:
 # `basalt bench produce --threads 1 --window W -s 1024 -d DURATION`.
 # Every point has a topic of its own (8 queues, created beforehand).
 #
@@ -35,9 +37,9 @@
 # own CPU over the counted interval only (getProcessCpuTime; for `basalt
 # bench` the same as proc). Then the median over the rounds.
 #
-# BASALT_BIN: the broker and remoting client (default: the first of
-# /work/main/target/release/basalt and target/release/basalt that exists;
-# built with `cargo build --release -p basalt` if neither does).
+# BASALT_BIN: the broker and remoting client (default
+# target/release/basalt, built with `cargo build --release -p basalt` if
+# missing).
 # JAVA_OPTS: flags for the client JVM (default -Xms512m -Xmx512m).
 # PROXY=1 adds a third path, the SDK load against Apache RocketMQ's proxy in
 # local mode (scripts/java-proxy.sh, built by interop/java-proxy/prepare.sh;
@@ -48,21 +50,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10}
-WARMUP=${WARMUP:-3}
+WARMUP=${WARMUP:-10}
 ROUNDS=${ROUNDS:-3}
 RECEIVERS=${RECEIVERS:-4}
 FLUSH=${FLUSH:-ASYNC_FLUSH}
 JAVA_OPTS=${JAVA_OPTS:-"-Xms512m -Xmx512m"}
 PROXY_HEAP=${PROXY_HEAP:-2g}
-bin=${BASALT_BIN:-}
-if [ -z "$bin" ]; then
-  for b in /work/main/target/release/basalt target/release/basalt; do
-    [ -x "$b" ] && { bin=$b; break; }
-  done
-fi
-if [ -z "$bin" ]; then
+bin=${BASALT_BIN:-target/release/basalt}
+if [ -z "${BASALT_BIN:-}" ] && [ ! -x "$bin" ]; then
   cargo build --release -q -p basalt
-  bin=target/release/basalt
 fi
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 bash interop/java-grpc-sdk/prepare.sh
