@@ -41,7 +41,11 @@
 # target/release/basalt, built with `cargo build --release -p basalt` if
 # missing).
 # JAVA_OPTS: flags for the client JVM (default -Xms512m -Xmx512m).
-# PROXY=1 adds a third path, the SDK load against Apache RocketMQ's proxy in
+# RUST_SDK=1 adds a path: the Rust 5.x SDK (crate rocketmq 5.0.0,
+# interop/rust-grpc-sdk's bench-send / bench-consume, built here in
+# release) against the same gRPC port: 2 s of warm-up; consume with one
+# receive of 32 in flight and up to 256 acks in flight.
+# PROXY=1 adds a path, the SDK load against Apache RocketMQ's proxy in
 # local mode (scripts/java-proxy.sh, built by interop/java-proxy/prepare.sh;
 # JVM flags of RocketMQ's runbroker.sh, heap PROXY_HEAP, default 2g); its
 # CPU is the proxy process's (the broker runs inside it; its NameServer, a
@@ -64,6 +68,12 @@ bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 bash interop/java-grpc-sdk/prepare.sh
 sdk_cp=$(cat target/interop/java-grpc-sdk/sdk.classpath)
 paths=(grpc remoting)
+rust_sdk=target/interop/rust-grpc-sdk/cargo-release/release/rustgrpcsdk
+if [ "${RUST_SDK:-0}" = 1 ]; then
+  CARGO_TARGET_DIR=target/interop/rust-grpc-sdk/cargo-release \
+    cargo build --release --locked -q --manifest-path interop/rust-grpc-sdk/Cargo.toml
+  paths+=(rust)
+fi
 if [ "${PROXY:-0}" = 1 ]; then
   bash interop/java-proxy/prepare.sh
   paths+=(proxy)
@@ -159,6 +169,12 @@ run_point() {
     remoting:consume)
       remoting consume --namesrv "$ns" -t "$topic" -g "bench-consume-r$round" --from-first \
         -n "$(backlog "$path" "$round")" -d $((DURATION * 12)) --json >"$out" ;;
+    rust:w*)
+      /usr/bin/time -f "%U %S" -o "$work/time" "$rust_sdk" --endpoint "$endpoint" bench-send "$topic" \
+        "${name#w}" 2 "$DURATION" >"$out" ;;
+    rust:consume)
+      /usr/bin/time -f "%U %S" -o "$work/time" "$rust_sdk" --endpoint "$endpoint" bench-consume "$topic" \
+        "bench-consume-r$round" "$(backlog "$path" "$round")" >"$out" ;;
     *:w*)
       sdk "$endpoint" send --topic "$topic" --size 1024 --window "${name#w}" --warmup "$WARMUP" \
         --duration "$DURATION" >"$out" ;;
@@ -208,6 +224,7 @@ start_basalt() {
     --set "flushDiskType=$FLUSH" --set "grpcServerPort=$gp" --set metricsExporterType=DISABLE
   pid_grpc=$launched_pid grpc_grpc=127.0.0.1:$gp
   ns_remoting=$ns_grpc pid_remoting=$pid_grpc grpc_remoting=""
+  ns_rust=$ns_grpc pid_rust=$pid_grpc grpc_rust=$grpc_grpc
 }
 
 # The proxy in local mode and its NameServer (from the proxy's classpath).
