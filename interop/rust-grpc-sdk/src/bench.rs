@@ -106,6 +106,7 @@ pub async fn send(target: &Target, args: &[String]) -> Result<(), String> {
         quantiles(lat),
         if n == 0 { 0.0 } else { cpu * 1e6 / n as f64 }
     );
+    drop(inflight);
     crate::stop_producer(p).await;
     Ok(())
 }
@@ -155,6 +156,7 @@ pub async fn consume(target: &Target, args: &[String]) -> Result<(), String> {
         quantiles(lat),
         if n == 0 { 0.0 } else { (cpu_secs() - cpu0) * 1e6 / n as f64 }
     );
+    drop(acks);
     crate::stop_consumer(c).await;
     Ok(())
 }
