@@ -43,8 +43,8 @@
 # JAVA_OPTS: flags for the client JVM (default -Xms512m -Xmx512m).
 # RUST_SDK=1 adds a path: the Rust 5.x SDK (crate rocketmq 5.0.0,
 # interop/rust-grpc-sdk's bench-send / bench-consume, built here in
-# release) against the same gRPC port: 2 s of warm-up; consume with one
-# receive of 32 in flight and up to 256 acks in flight.
+# release) against the same gRPC port: 2 s of warm-up; consume: one
+# receive of 32 at a time, its 32 acks concurrently before the next.
 # PROXY=1 adds a path, the SDK load against Apache RocketMQ's proxy in
 # local mode (scripts/java-proxy.sh, built by interop/java-proxy/prepare.sh;
 # JVM flags of RocketMQ's runbroker.sh, heap PROXY_HEAP, default 2g); its

@@ -6,9 +6,9 @@
 //!
 //! bench-send keeps WINDOW `Producer::send` futures in flight (1 KiB
 //! bodies) for WARMUP_S seconds, then DURATION_S seconds counted; latency is
-//! call to receipt. bench-consume receives batches of 32 (invisible 60 s)
-//! with one receive in flight and acks every message, up to 256 acks in
-//! flight, until COUNT distinct messages came. The last line is one JSON
+//! call to receipt. bench-consume receives batches of 32 (invisible 60 s),
+//! one receive at a time, and acks each batch's messages concurrently
+//! before the next receive, until COUNT distinct messages came. The last line is one JSON
 //! object, as the Java harness prints (client CPU from /proc/self/stat
 //! over the counted interval).
 
@@ -139,9 +139,12 @@ pub async fn consume(target: &Target, args: &[String]) -> Result<(), String> {
                 let t0 = Instant::now();
                 (c.ack(&m).await.is_ok(), t0.elapsed())
             });
-            while acks.len() >= 256 {
-                record_ack(acks.next().await, &mut errors, &mut lat);
-            }
+        }
+        // The batch's acks finish before the next receive: an ack future
+        // left unpolled while a receive waits can hold the SDK's session
+        // lock, and the receive then never ends (seen once: a hang at 0 CPU).
+        while let Some(r) = acks.next().await {
+            record_ack(Some(r), &mut errors, &mut lat);
         }
     }
     while let Some(r) = acks.next().await {
