@@ -171,10 +171,10 @@ run_point() {
         -n "$(backlog "$path" "$round")" -d $((DURATION * 12)) --json >"$out" ;;
     rust:w*)
       /usr/bin/time -f "%U %S" -o "$work/time" "$rust_sdk" --endpoint "$endpoint" bench-send "$topic" \
-        "${name#w}" 2 "$DURATION" >"$out" ;;
+        "${name#w}" 2 "$DURATION" >"$out" 2>>"$work/rust-sdk.log" ;;
     rust:consume)
       /usr/bin/time -f "%U %S" -o "$work/time" "$rust_sdk" --endpoint "$endpoint" bench-consume "$topic" \
-        "bench-consume-r$round" "$(backlog "$path" "$round")" >"$out" ;;
+        "bench-consume-r$round" "$(backlog "$path" "$round")" >"$out" 2>>"$work/rust-sdk.log" ;;
     *:w*)
       sdk "$endpoint" send --topic "$topic" --size 1024 --window "${name#w}" --warmup "$WARMUP" \
         --duration "$DURATION" >"$out" ;;
