@@ -84,7 +84,7 @@ pids=()
 cleanup() {
   for p in ${pids[@]+"${pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
   for p in ${pids[@]+"${pids[@]}"}; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+  rm -rf "$work" ${proxy_ns_home:+"$proxy_ns_home"}
 }
 trap cleanup EXIT
 
@@ -230,6 +230,7 @@ start_basalt() {
 # The proxy in local mode and its NameServer (from the proxy's classpath).
 start_proxy() {
   free_port; local np=$port; free_port; local bp=$port; free_port; local pp=$port
+  proxy_ns_home=${TMPDIR:-/tmp}/basalt-java-namesrv-$np # java-broker.sh's
   JAVA_BROKER_CLASSPATH=target/interop/java-proxy/proxy.classpath \
     launch proxy-namesrv "boot success" scripts/java-broker.sh namesrv --port "$np"
   JAVA_BROKER_PROFILE=bench launch proxy "rocketmq-proxy startup successfully" scripts/java-proxy.sh \
