@@ -18,6 +18,7 @@
 //! a 40 s long polling time, which is also the receive call's deadline
 //! (Basalt polls at most 30 s of it).
 
+mod bench;
 mod cases;
 mod consume;
 
@@ -42,8 +43,8 @@ pub struct Target {
 /// A case's result: `Err` says what went wrong.
 pub type Outcome = Result<(), String>;
 
-const USAGE: &str =
-    "usage: rustgrpcsdk --endpoint HOST:PORT [--tls] [--long-polling-secs N] CASE...";
+const USAGE: &str = "usage: rustgrpcsdk --endpoint HOST:PORT [--tls] [--long-polling-secs N] CASE...\n\
+     or: rustgrpcsdk --endpoint HOST:PORT bench-send|bench-consume ARGS... (src/bench.rs)";
 
 /// The cases by name.
 const CASES: &[&str] = &["normal", "fifo", "delay", "transaction", "invisible"];
@@ -95,6 +96,18 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(mode @ ("bench-send" | "bench-consume")) = names.first().map(String::as_str) {
+        let done = if mode == "bench-send" {
+            bench::send(&target, &names[1..]).await
+        } else {
+            bench::consume(&target, &names[1..]).await
+        };
+        if let Err(e) = done {
+            eprintln!("{mode}: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let mut failed = Vec::new();
     for name in &names {
         let start = Instant::now();
