@@ -109,9 +109,12 @@ mod tests {
                 pb::Message::default(),
             )),
         };
-        let frames = vec![msg.clone(), msg, frame_status(ok())];
+        let frames = [msg.clone(), msg, frame_status(ok())];
         assert_eq!(code_name(frames.status_code()), "OK");
-        let empty = vec![frame_status(status(Code::MessageNotFound, "no new message"))];
+        let empty = [frame_status(status(
+            Code::MessageNotFound,
+            "no new message",
+        ))];
         assert_eq!(code_name(empty.status_code()), "MESSAGE_NOT_FOUND");
         let no_status: Vec<pb::ReceiveMessageResponse> = Vec::new();
         assert_eq!(code_name(no_status.status_code()), "CODE_UNSPECIFIED");

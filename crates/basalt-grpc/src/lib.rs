@@ -18,8 +18,8 @@
 mod access;
 mod clients;
 mod conn;
-mod counted;
 mod convert;
+mod counted;
 mod metadata;
 mod receive;
 mod route;

@@ -105,7 +105,11 @@ mod tests {
                 std::thread::spawn(move || {
                     m.record("SendMessage", "OK", Duration::from_micros(300));
                     m.record("SendMessage", "OK", Duration::from_millis(3));
-                    let code = if i % 2 == 0 { "MESSAGE_NOT_FOUND" } else { "OK" };
+                    let code = if i % 2 == 0 {
+                        "MESSAGE_NOT_FOUND"
+                    } else {
+                        "OK"
+                    };
                     m.record("ReceiveMessage", code, Duration::from_secs(20));
                 })
             })

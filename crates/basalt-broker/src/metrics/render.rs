@@ -397,8 +397,16 @@ mod tests {
     fn grpc_calls_render_as_counters_and_a_seconds_histogram() {
         let g = GrpcMetrics::new(true);
         g.record("AckMessage", "OK", Duration::from_millis(2));
-        g.record("AckMessage", "INVALID_RECEIPT_HANDLE", Duration::from_micros(400));
-        g.record("ReceiveMessage", "MESSAGE_NOT_FOUND", Duration::from_secs(20));
+        g.record(
+            "AckMessage",
+            "INVALID_RECEIPT_HANDLE",
+            Duration::from_micros(400),
+        );
+        g.record(
+            "ReceiveMessage",
+            "MESSAGE_NOT_FOUND",
+            Duration::from_secs(20),
+        );
         let mut e = Exposition::new(&[("cluster", "c")]);
         grpc(&mut e, &g);
         let t = e.finish();

@@ -221,11 +221,13 @@ pub fn status(p: &PopService) -> RemotingCommand {
     let mut groups: Vec<basalt_remoting::protocol::PopGroupStatus> = p
         .in_flight_by_group()
         .into_iter()
-        .map(|((group, topic), n)| basalt_remoting::protocol::PopGroupStatus {
-            group,
-            topic,
-            in_flight: n as u64,
-        })
+        .map(
+            |((group, topic), n)| basalt_remoting::protocol::PopGroupStatus {
+                group,
+                topic,
+                in_flight: n as u64,
+            },
+        )
         .collect();
     groups.sort_by(|a, b| (&a.group, &a.topic).cmp(&(&b.group, &b.topic)));
     let body = basalt_remoting::protocol::PopStatus {
