@@ -110,6 +110,11 @@ impl Broker {
         self.stats.metrics.record_auth_failure(reason);
     }
 
+    /// Where the gRPC service counts its calls (`basalt_grpc_*`).
+    pub fn grpc_metrics(&self) -> &crate::metrics::GrpcMetrics {
+        self.stats.metrics.grpc()
+    }
+
     pub fn store(&self) -> &Arc<MessageStore> {
         &self.store
     }

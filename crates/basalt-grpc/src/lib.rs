@@ -11,13 +11,15 @@
 //! * [`pb`] — the protobuf messages and the tonic server (generated from
 //!   `proto/`, committed);
 //! * [`server`] — binding and serving, [`GrpcHandle`];
-//! * `service` — the RPCs; `route`, `send`, `receive`, `telemetry` hold
+//! * `service` — the RPCs, each counted by `counted` in the broker's
+//!   metrics (`basalt_grpc_*`); `route`, `send`, `receive`, `telemetry` hold
 //!   their work; `convert` maps messages; `sessions` keeps clients.
 
 mod access;
 mod clients;
 mod conn;
 mod convert;
+mod counted;
 mod metadata;
 mod receive;
 mod route;

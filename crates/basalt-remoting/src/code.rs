@@ -102,6 +102,9 @@ pub mod request {
     /// Basalt's own: asks a ledger leader to hand leadership to the member
     /// named in the `transfereeId` ext field (`basalt admin ledger transfer`).
     pub const LEDGER_TRANSFER: i32 = 30003;
+    /// Basalt's own: a broker's POP consumption (messages popped and not
+    /// acked per group and topic, revive lag), for `basalt admin pop`.
+    pub const POP_STATUS: i32 = 30004;
 }
 
 /// Response codes. Values are those of RocketMQ's `ResponseCode` /

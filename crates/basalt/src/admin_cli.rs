@@ -171,6 +171,23 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<Report, String>
                 transactions_report(&addr, &list, &mut r);
             }
         }
+        AdminCommand::Pop {
+            cluster,
+            broker,
+            group,
+        } => {
+            let brokers = match broker {
+                Some(b) => vec![b],
+                None => admin
+                    .cluster_masters(&cluster)
+                    .await
+                    .map_err(e)?
+                    .into_iter()
+                    .map(|(_, addr)| addr)
+                    .collect(),
+            };
+            return crate::admin_ops::pop(admin, &brokers, group.as_deref()).await;
+        }
         AdminCommand::Group(g) => return crate::admin_verbs::group(admin, g).await,
         AdminCommand::BrokerConfig(c) => return crate::admin_verbs::broker_config(admin, c).await,
         AdminCommand::ConsumeQueue {

@@ -1,6 +1,7 @@
 //! `basalt admin` verbs for day-to-day operations: write permission of a
 //! broker, offset resets, producer connections, consumers' running info,
-//! live broker settings (docs/protocol.md#operations).
+//! live broker settings (docs/protocol.md#operations), POP consumption
+//! (docs/pop.md#operations).
 
 use basalt_client::{Admin, ClientError};
 use serde_json::json;
@@ -146,6 +147,50 @@ pub async fn consumer_status(
             );
         }
     }
+    Ok(r)
+}
+
+/// `basalt admin pop [-b ADDR] [-g GROUP]`: per broker its messages
+/// popped and not acked and its revive lag, then per group and topic read
+/// the messages in flight (only `group`'s, when given).
+pub async fn pop(admin: &Admin, brokers: &[String], group: Option<&str>) -> Result<Report, String> {
+    let mut r = Report::new();
+    let b = r.table("brokers", &["broker", "inFlight", "reviveLagMs"]);
+    let mut rows = Vec::new();
+    for addr in brokers {
+        let s = admin
+            .pop_status(addr)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        r.row(
+            b,
+            vec![json!(addr), json!(s.in_flight), json!(s.revive_lag_ms)],
+        );
+        for g in s.groups {
+            if group.is_none_or(|want| want == g.group) {
+                rows.push((addr.clone(), g));
+            }
+        }
+    }
+    let t = r.table("groups", &["broker", "group", "topic", "inFlight"]);
+    let total: u64 = rows.iter().map(|(_, g)| g.in_flight).sum();
+    for (addr, g) in rows {
+        r.row(
+            t,
+            vec![
+                json!(addr),
+                json!(g.group),
+                json!(g.topic),
+                json!(g.in_flight),
+            ],
+        );
+    }
+    let whose = group.map_or(String::new(), |g| format!(" of {g}"));
+    r.field(
+        "groupsInFlight",
+        total,
+        format!("{total} message(s){whose} popped and not acked"),
+    );
     Ok(r)
 }
 

@@ -247,6 +247,19 @@ pub enum AdminCommand {
         #[arg(long, default_value_t = 100)]
         max: i32,
     },
+    /// POP consumption of every master of a cluster (or of one broker):
+    /// messages popped and not yet acked, by group and topic read, and
+    /// the revive lag (Basalt's own; docs/pop.md#operations).
+    Pop {
+        #[arg(short, long, default_value = "DefaultCluster")]
+        cluster: String,
+        /// Ask this broker address only.
+        #[arg(short, long)]
+        broker: Option<String>,
+        /// Show this consumer group only.
+        #[arg(short, long)]
+        group: Option<String>,
+    },
     /// Ledger-mode (DLedger) groups: status, leadership transfer.
     #[command(subcommand)]
     Ledger(LedgerCommand),

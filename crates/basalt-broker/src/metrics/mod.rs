@@ -4,6 +4,7 @@
 //! ([`text`], [`render`]) under RocketMQ 5's names. The `/metrics` endpoint
 //! and the dashboard ([`crate::dashboard`]) read the same snapshot.
 
+pub mod grpc;
 pub mod registry;
 pub mod render;
 pub mod settings;
@@ -11,4 +12,5 @@ pub mod snapshot;
 pub mod table;
 pub mod text;
 
+pub use grpc::GrpcMetrics;
 pub use registry::BrokerMetrics;

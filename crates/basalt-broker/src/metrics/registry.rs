@@ -71,6 +71,8 @@ pub struct BrokerMetrics {
     topics_in: LabelTable<String, TopicIn>,
     rpc: LabelTable<(i32, i32), AtomicHistogram>,
     pulls: LabelTable<String, LabelTable<String, QueuePulls>>,
+    /// Calls of the gRPC MessagingService.
+    grpc: super::grpc::GrpcMetrics,
     /// Refused requests by reason (docs/auth.md); counted even when the
     /// registry is disabled, as failures are rare.
     auth_failures: parking_lot::Mutex<std::collections::BTreeMap<&'static str, u64>>,
@@ -90,6 +92,7 @@ impl BrokerMetrics {
             topics_in: LabelTable::sharded(MAX_TOPICS),
             rpc: LabelTable::sharded(MAX_RPC_PAIRS),
             pulls: LabelTable::new(MAX_PULL_GROUPS),
+            grpc: super::grpc::GrpcMetrics::new(enabled),
             auth_failures: Default::default(),
         }
     }
@@ -110,6 +113,11 @@ impl BrokerMetrics {
 
     pub fn is_enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// The gRPC MessagingService's call counters.
+    pub fn grpc(&self) -> &super::grpc::GrpcMetrics {
+        &self.grpc
     }
 
     /// Counts `count` messages of `bytes` in all stored to `topic` (a

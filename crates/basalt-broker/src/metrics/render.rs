@@ -19,6 +19,7 @@ pub fn render(s: &BrokerSnapshot, m: &BrokerMetrics, store: &MessageStore) -> St
     traffic(&mut e, s, m);
     consumers(&mut e, s);
     rpc(&mut e, m);
+    grpc(&mut e, m.grpc());
     pop(&mut e, s);
     storage(&mut e, s, store);
     replication(&mut e, s);
@@ -175,6 +176,33 @@ fn rpc(e: &mut Exposition, m: &BrokerMetrics) {
             ("response_code", resp.as_str()),
         ];
         e.histogram("rocketmq_rpc_latency", &l, &h, 0.001);
+    }
+}
+
+/// The gRPC MessagingService's calls (docs/metrics.md#grpc).
+pub(crate) fn grpc(e: &mut Exposition, g: &super::grpc::GrpcMetrics) {
+    let calls = g.calls();
+    e.family(
+        "basalt_grpc_requests_total",
+        Kind::Counter,
+        "gRPC MessagingService calls, by RPC and the apache.rocketmq.v2 Code of the answer (ReceiveMessage: its final status).",
+    );
+    for ((rpc, code), h) in &calls {
+        let l = [("rpc", *rpc), ("code", *code)];
+        e.sample("basalt_grpc_requests_total", &l, h.count as f64);
+    }
+    e.family(
+        "basalt_grpc_request_duration_seconds",
+        Kind::Histogram,
+        "gRPC call durations, seconds, by RPC; ReceiveMessage includes its long polling, Telemetry is the opening of the stream only.",
+    );
+    for (rpc, h) in g.durations() {
+        e.histogram(
+            "basalt_grpc_request_duration_seconds",
+            &[("rpc", rpc)],
+            &h,
+            1e-6,
+        );
     }
 }
 
@@ -355,5 +383,45 @@ fn replication(e: &mut Exposition, s: &BrokerSnapshot) {
     for p in &ledger.peers {
         let l = [g[0], ("peer", p.id.as_str())];
         e.sample("basalt_ledger_peer_lag", &l, p.lag as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::grpc::GrpcMetrics;
+    use super::*;
+
+    #[test]
+    fn grpc_calls_render_as_counters_and_a_seconds_histogram() {
+        let g = GrpcMetrics::new(true);
+        g.record("AckMessage", "OK", Duration::from_millis(2));
+        g.record(
+            "AckMessage",
+            "INVALID_RECEIPT_HANDLE",
+            Duration::from_micros(400),
+        );
+        g.record(
+            "ReceiveMessage",
+            "MESSAGE_NOT_FOUND",
+            Duration::from_secs(20),
+        );
+        let mut e = Exposition::new(&[("cluster", "c")]);
+        grpc(&mut e, &g);
+        let t = e.finish();
+        for line in [
+            "basalt_grpc_requests_total{cluster=\"c\",rpc=\"AckMessage\",code=\"INVALID_RECEIPT_HANDLE\"} 1\n",
+            "basalt_grpc_requests_total{cluster=\"c\",rpc=\"AckMessage\",code=\"OK\"} 1\n",
+            "basalt_grpc_requests_total{cluster=\"c\",rpc=\"ReceiveMessage\",code=\"MESSAGE_NOT_FOUND\"} 1\n",
+            "basalt_grpc_request_duration_seconds_bucket{cluster=\"c\",rpc=\"AckMessage\",le=\"0.0005\"} 1\n",
+            "basalt_grpc_request_duration_seconds_bucket{cluster=\"c\",rpc=\"AckMessage\",le=\"0.0025\"} 2\n",
+            "basalt_grpc_request_duration_seconds_count{cluster=\"c\",rpc=\"AckMessage\"} 2\n",
+            "basalt_grpc_request_duration_seconds_sum{cluster=\"c\",rpc=\"ReceiveMessage\"} 20\n",
+            "basalt_grpc_request_duration_seconds_bucket{cluster=\"c\",rpc=\"ReceiveMessage\",le=\"10\"} 0\n",
+            "basalt_grpc_request_duration_seconds_bucket{cluster=\"c\",rpc=\"ReceiveMessage\",le=\"20\"} 1\n",
+        ] {
+            assert!(t.contains(line), "missing {line:?} in\n{t}");
+        }
     }
 }

@@ -149,6 +149,7 @@ impl BrokerProcessor {
             request::CHANGE_MESSAGE_INVISIBLETIME => pop::change_invisible(&self.pop, &req).await,
             request::NOTIFICATION => pop::notification(&self.pop, &req).await,
             request::POLLING_INFO => pop::polling_info(&req),
+            request::POP_STATUS => pop::status(&self.pop),
             request::HEART_BEAT => client::heartbeat(c, channel, &req).await,
             request::UNREGISTER_CLIENT => client::unregister_client(c, channel, &req),
             request::CHECK_CLIENT_CONFIG => client::check_client_config(c, &req),

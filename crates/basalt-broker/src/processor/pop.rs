@@ -214,3 +214,29 @@ pub fn polling_info(req: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response(response::SUCCESS, None)
         .with_ext(PollingInfoResponseHeader { polling_num: 0 }.to_ext())
 }
+
+/// Basalt's POP_STATUS: the messages popped and not acked, per group and
+/// topic read, and the revive lag, as JSON (docs/pop.md#operations).
+pub fn status(p: &PopService) -> RemotingCommand {
+    let mut groups: Vec<basalt_remoting::protocol::PopGroupStatus> = p
+        .in_flight_by_group()
+        .into_iter()
+        .map(
+            |((group, topic), n)| basalt_remoting::protocol::PopGroupStatus {
+                group,
+                topic,
+                in_flight: n as u64,
+            },
+        )
+        .collect();
+    groups.sort_by(|a, b| (&a.group, &a.topic).cmp(&(&b.group, &b.topic)));
+    let body = basalt_remoting::protocol::PopStatus {
+        in_flight: p.in_flight() as u64,
+        revive_lag_ms: p.revive_lag_ms(),
+        groups,
+    };
+    match serde_json::to_vec(&body) {
+        Ok(b) => RemotingCommand::response(response::SUCCESS, None).with_body(b),
+        Err(e) => error(response::SYSTEM_ERROR, format!("cannot encode: {e}")),
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod ledger;
+pub mod pop;
 pub mod route;
 pub mod stats;
 pub mod topic;
@@ -15,6 +16,7 @@ pub use client::{
     ProducerData, SubscriptionData, UnlockBatchRequestBody,
 };
 pub use ledger::{LedgerGroupStatus, LedgerPeerStatus};
+pub use pop::{PopGroupStatus, PopStatus};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData};
 pub use stats::{
     BrokerStatsData, BrokerStatsItem, ConsumeStats, KvTable, OffsetWrapper, ResetOffsetBody,

@@ -2,7 +2,8 @@
 //! headless Chromium: pages show live data (topic names, a group's lag per
 //! queue, the broker, a message found by key with its body) and charts with
 //! points from the history; screenshots land in target/tmp/dashboard/ for a
-//! person to look at. Skipped, saying so, without /usr/bin/chromium
+//! person to look at; the groups page's POP card shows a POP group's
+//! messages popped and not acked. Skipped, saying so, without /usr/bin/chromium
 //! (Debian's `chromium` package; .ci/run installs it).
 //!
 //! No request leaves 127.0.0.1: the embedded assets name no other host,
@@ -26,6 +27,9 @@ use standalone::Standalone;
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TOPIC: &str = "DashTopic";
 const GROUP: &str = "dash-group";
+const POP_GROUP: &str = "dash-pop";
+/// Of the 26 messages the POP group pops, it acks all but these.
+const POP_LEFT: usize = 5;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -145,6 +149,26 @@ async fn traffic(b: &Standalone) {
     admin.shutdown();
 }
 
+/// A POP group (over raw remoting) pops all 26 messages, 60 s invisible,
+/// and acks all but [`POP_LEFT`].
+fn pop_traffic(b: &Standalone) {
+    let mut c = crate::raw::Raw::connect(&b.ports.broker_addr());
+    let got = crate::pop::pop_until(
+        &mut c,
+        POP_GROUP,
+        TOPIC,
+        60_000,
+        26,
+        Duration::from_secs(15),
+    );
+    assert_eq!(got.len(), 26, "the POP group got every message");
+    for p in &got[POP_LEFT..] {
+        let r = crate::pop::ack(&mut c, POP_GROUP, TOPIC, p);
+        assert_eq!(r.code, 0, "ack: {:?}", r.remark);
+    }
+    println!("popped {}, acked {}", got.len(), got.len() - POP_LEFT);
+}
+
 /// Every embedded asset names no host but its own origin.
 fn assets_are_local(port: u16) {
     for path in ["/", "/app.js", "/chart.js", "/style.css"] {
@@ -179,6 +203,7 @@ fn dashboard_pages_render_live_data_in_chromium() {
         .build()
         .expect("runtime");
     rt.block_on(traffic(&b));
+    pop_traffic(&b);
     // The history sampler needs a few rounds after the lag appeared; a
     // sample is taken every 250 ms.
     std::thread::sleep(Duration::from_millis(1500));
@@ -190,6 +215,7 @@ fn dashboard_pages_render_live_data_in_chromium() {
         ("topics", format!("{base}#topics/{TOPIC}")),
         ("groups", format!("{base}#groups/{GROUP}")),
         ("cluster", format!("{base}#cluster")),
+        ("pop", format!("{base}#groups/{POP_GROUP}")),
         (
             "messages",
             format!("{base}#messages?topic={TOPIC}&key=dash-key-3"),
@@ -230,14 +256,40 @@ fn dashboard_pages_render_live_data_in_chromium() {
         Some(6),
         "{groups}"
     );
-    let queue_lags: i64 = row
+    // The group's queue tables (other groups' rows, the POP group's, may
+    // come between its row and them).
+    let tables = &row[row.find("class=\"queue-lag\"").expect("queue tables")..];
+    let queue_lags: i64 = tables
         .split("class=\"num lag\" data-lag=\"")
-        .skip(2)
+        .skip(1)
         .filter_map(|s| s[..s.find('"')?].parse::<i64>().ok())
         .sum();
     assert_eq!(queue_lags, 6, "per-queue lag adds up: {groups}");
     let points = attr_of(groups, "id=\"chart-lag\"", "data-points").unwrap_or(0);
     assert!(points >= 2, "lag chart points: {points}\n{groups}");
+
+    let pop = dom("pop");
+    let row = &pop[pop
+        .find(&format!(
+            "data-pop-group=\"{POP_GROUP}\" data-pop-topic=\"{TOPIC}\""
+        ))
+        .unwrap_or_else(|| panic!("POP row: {pop}"))..];
+    let left = POP_LEFT as i64;
+    assert_eq!(
+        attr_of(row, "class=\"num inflight\"", "data-inflight"),
+        Some(left),
+        "{pop}"
+    );
+    assert_eq!(
+        attr_of(pop, "id=\"pop-inflight\"", "data-inflight"),
+        Some(left),
+        "{pop}"
+    );
+    assert_eq!(
+        attr_of(pop, "id=\"pop-revive-lag\"", "data-ms"),
+        Some(0),
+        "{pop}"
+    );
 
     let cluster = dom("cluster");
     assert!(cluster.contains("data-broker=\"broker-a\""), "{cluster}");

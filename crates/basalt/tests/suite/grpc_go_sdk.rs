@@ -30,6 +30,10 @@
 //! * `change-invisible`: 60 s invisible changed to 2 s: back within 30 s,
 //!   attempt 2, and not after its ack.
 //!
+//! After the cases passed, `/metrics` must count their calls by RPC and
+//! answer code (`basalt_grpc_requests_total`, at least what the cases made)
+//! and time each call once ([`crate::grpc_ops::check_grpc_metrics`]).
+//!
 //! The SDK always dials TLS; the harness swaps in plain text (docs/grpc.md,
 //! "Go SDK").
 
@@ -70,12 +74,19 @@ fn text(b: &[u8]) -> String {
 }
 
 /// A standalone broker with its gRPC server on a free port and topic
-/// `go-CASE` (4 queues) for each case.
-fn broker(tmp: &Path, cases: &[&str]) -> (Standalone, String) {
+/// `go-CASE` (4 queues) for each case; its endpoint and `/metrics` port.
+fn broker(tmp: &Path, cases: &[&str]) -> (Standalone, String, u16) {
     let port = free_port();
     let grpc = format!("grpcServerPort={port}");
+    let metrics_port = free_port();
+    let metrics = format!("metricsPromExporterPort={metrics_port}");
     let mut sets: Vec<&str> = BROKER_SETS.to_vec();
-    sets.push(&grpc);
+    sets.extend([
+        grpc.as_str(),
+        "metricsExporterType=PROM",
+        "metricsPromExporterHost=127.0.0.1",
+        metrics.as_str(),
+    ]);
     let b = Standalone::start(&tmp.join("data"), &sets);
     let ns = b.namesrv_addr();
     for case in cases {
@@ -104,7 +115,39 @@ fn broker(tmp: &Path, cases: &[&str]) -> (Standalone, String) {
         "create gg-orderly: {:?}",
         r.remark
     );
-    (b, format!("127.0.0.1:{port}"))
+    (b, format!("127.0.0.1:{port}"), metrics_port)
+}
+
+/// The least each (RPC, answer code) was called by `cases`.
+fn expected_calls(cases: &[&str]) -> Vec<(&'static str, &'static str, f64)> {
+    let mut want = vec![
+        ("QueryRoute", "OK", 1.0),
+        ("Heartbeat", "OK", 1.0),
+        ("Telemetry", "OK", 1.0),
+        ("SendMessage", "OK", 1.0),
+    ];
+    let has = |c: &str| cases.contains(&c);
+    if has("normal") {
+        want.extend([
+            ("SendMessage", "OK", 20.0),
+            ("ReceiveMessage", "OK", 1.0),
+            ("AckMessage", "OK", 20.0),
+        ]);
+    }
+    if has("any-queue") {
+        // Its first receive is empty.
+        want.push(("ReceiveMessage", "MESSAGE_NOT_FOUND", 1.0));
+    }
+    if has("bad-input") {
+        want.push(("QueryRoute", "TOPIC_NOT_FOUND", 1.0));
+    }
+    if has("change-invisible") {
+        want.push(("ChangeInvisibleDuration", "OK", 1.0));
+    }
+    if has("transaction") {
+        want.push(("EndTransaction", "OK", 2.0));
+    }
+    want
 }
 
 /// Runs one case of the harness against `endpoint`, its SDK log kept under
@@ -141,7 +184,7 @@ fn run_all(cases: &[&str], tls: bool) {
     };
     let bin: PathBuf = dir.join("bin").join("gogrpcsdk");
     let tmp = tempfile::tempdir().expect("temp dir");
-    let (b, endpoint) = broker(tmp.path(), cases);
+    let (b, endpoint, metrics_port) = broker(tmp.path(), cases);
     let runs: Vec<(&str, Finished)> = std::thread::scope(|s| {
         let handles: Vec<_> = cases
             .iter()
@@ -170,6 +213,9 @@ fn run_all(cases: &[&str], tls: bool) {
                 sdk_log(tmp.path(), case)
             ));
         }
+    }
+    if failed.is_empty() {
+        crate::grpc_ops::check_grpc_metrics(metrics_port, &expected_calls(cases));
     }
     drop(b);
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));

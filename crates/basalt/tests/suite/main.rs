@@ -36,6 +36,7 @@ mod grpc_go_sdk;
 mod grpc_java_sdk;
 mod grpc_java_sdk_consumers;
 mod grpc_node_sdk;
+mod grpc_ops;
 mod grpc_python_sdk;
 mod grpc_rust_sdk;
 mod ha_failover;

@@ -154,9 +154,10 @@ function pageGroups(s, arg) {
     const lag = g.topics.reduce((a, t) => a + t.lag, 0);
     const lat = g.topics.reduce((a, t) => Math.max(a, t.lagLatencyMs), 0);
     const inflight = g.topics.reduce((a, t) => a + t.inflight, 0);
+    const popped = popOf(s, g.name).reduce((a, [, , n]) => a + n, 0);
     return `<tr data-group="${esc(g.name)}" class="${g.name === arg ? "selected" : ""}"><td><a class="link" href="#groups/${encodeURIComponent(g.name)}">${esc(g.name)}</a></td>
       <td class="num members">${g.members.length}</td><td>${esc(g.consumeType)} ${esc(g.messageModel)}</td><td>${g.topics.map(t => esc(t.topic)).join(", ")}</td>
-      <td class="num lag" data-lag="${lag}">${num(lag)}</td><td class="num">${ago(lat)}</td><td class="num">${num(inflight)}</td></tr>`;
+      <td class="num lag" data-lag="${lag}">${num(lag)}</td><td class="num">${ago(lat)}</td><td class="num">${num(inflight)}</td><td class="num pop-inflight" data-pop-inflight="${popped}">${num(popped)}</td></tr>`;
   }).join("");
   let detail = "";
   const sel = s.groups.find(g => g.name === arg);
@@ -166,8 +167,28 @@ function pageGroups(s, arg) {
       <table class="queue-lag" data-topic="${esc(t.topic)}"><tr><th class="num">Queue</th><th class="num">Broker offset</th><th class="num">Consumer offset</th><th class="num">Lag</th></tr>` +
       t.queues.map(q => `<tr><td class="num">${q.id}</td><td class="num">${num(q.brokerOffset)}</td><td class="num">${num(q.consumerOffset)}</td><td class="num lag" data-lag="${q.lag}">${num(q.lag)}</td></tr>`).join("") + `</table>`).join("") + `</section>`;
   }
-  return `<h2>Consumer groups</h2><section class="card"><table id="groups-table"><tr><th>Group</th><th class="num">Members</th><th>Type</th><th>Topics</th><th class="num">Lag</th><th class="num">Lag age</th><th class="num">In flight</th></tr>${rows}</table></section>
-  ${detail}${chartCard("chart-lag", sel ? `Lag of ${sel.name}` : "Lag (messages)")}${adminForm("group")}`;
+  return `<h2>Consumer groups</h2><section class="card"><table id="groups-table"><tr><th>Group</th><th class="num">Members</th><th>Type</th><th>Topics</th><th class="num">Lag</th><th class="num">Lag age</th><th class="num">In flight</th><th class="num">POP in flight</th></tr>${rows}</table></section>
+  ${detail}${popCard(s, sel ? sel.name : null)}${chartCard("chart-lag", sel ? `Lag of ${sel.name}` : "Lag (messages)")}${adminForm("group")}`;
+}
+
+// POP consumption (docs/pop.md#operations): [group, topic read, in flight]
+// rows of the snapshot, of one group or all.
+function popOf(s, group) {
+  const rows = (s.pop && s.pop.byGroup) || [];
+  return group === null ? rows : rows.filter(([g]) => g === group);
+}
+
+function popCard(s, group) {
+  const p = s.pop || { inFlight: 0, reviveLagMs: 0 };
+  const rows = popOf(s, group);
+  const table = rows.length
+    ? `<table id="pop-table"><tr><th>Group</th><th>Topic read</th><th class="num">In flight</th></tr>` +
+      rows.map(([g, t, n]) => `<tr data-pop-group="${esc(g)}" data-pop-topic="${esc(t)}"><td>${esc(g)}</td><td>${esc(t)}</td><td class="num inflight" data-inflight="${n}">${num(n)}</td></tr>`).join("") + `</table>`
+    : `<p class="muted" id="no-pop">No popped message awaits an ack${group === null ? "" : " in " + esc(group)}.</p>`;
+  return `<section class="card"><h3>POP consumption</h3>${kv([
+    ["In flight (popped, not acked; FIFO included)", `<span id="pop-inflight" data-inflight="${p.inFlight}">${num(p.inFlight)}</span>`],
+    ["Revive lag (oldest overdue past its invisible time)", `<span id="pop-revive-lag" data-ms="${p.reviveLagMs}" class="${p.reviveLagMs > 0 ? "bad" : ""}">${ago(p.reviveLagMs)}</span>`],
+  ])}${table}</section>`;
 }
 
 function afterGroups(s, arg) {
