@@ -115,6 +115,16 @@ struct GroupBody {
     group_name: String,
 }
 
+/// The resources of a QUERY_ASSIGNMENT or SET_MESSAGE_REQUEST_MODE body.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct AssignmentBody {
+    #[serde(default)]
+    topic: String,
+    #[serde(default)]
+    consumer_group: String,
+}
+
 /// The resources of a BATCH_ACK_MESSAGE body (BatchAckMessageRequestBody).
 #[derive(serde::Deserialize, Default)]
 struct BatchAckBody {
@@ -169,6 +179,19 @@ pub fn needs(req: &RemotingCommand, cluster: &str) -> Result<Vec<Need>, AuthErro
                     n.add(topic(&a.topic), &[Sub]);
                 }
             }
+        }
+        // Bodies, not annotated headers: Java checks nothing; Basalt asks
+        // Sub to be assigned a group's queues, Update to set their mode.
+        rq::QUERY_ASSIGNMENT => {
+            let b: AssignmentBody = n.body()?;
+            n.add(group(&b.consumer_group), &[Sub]);
+            if !is_retry(&b.topic) {
+                n.add(topic(&b.topic), &[Sub]);
+            }
+        }
+        rq::SET_MESSAGE_REQUEST_MODE => {
+            let b: AssignmentBody = n.body()?;
+            n.add(group(&b.consumer_group), &[Update]);
         }
         rq::HEART_BEAT => {
             let hb: HeartbeatData = n.body()?;

@@ -67,6 +67,8 @@ pub struct Broker {
     pub(crate) waiters: Arc<PullWaiters>,
     pub(crate) filter_cache: Arc<FilterCache>,
     pub(crate) registrar: Arc<Registrar>,
+    /// PULL or POP per (topic, group) for server-side assignment.
+    pub(crate) request_modes: Arc<crate::metadata::request_modes::RequestModes>,
     pub(crate) stats: Arc<BrokerStats>,
     /// Rates of `stats`, sampled once a second.
     pub(crate) rates: Arc<RateSampler>,
@@ -207,6 +209,7 @@ impl Broker {
             offsets: Arc::clone(&self.offsets),
             locks: Arc::clone(&self.locks),
             registrar: Arc::clone(&self.registrar),
+            request_modes: Arc::clone(&self.request_modes),
         }
     }
 

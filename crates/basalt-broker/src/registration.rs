@@ -107,6 +107,28 @@ impl Registrar {
         self.client.invoke(addr, cmd, timeout).await
     }
 
+    /// A topic's route from the first NameServer that knows it (all of
+    /// its broker groups' queues); None when none does.
+    pub async fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
+        let h = basalt_remoting::header::GetRouteInfoRequestHeader {
+            topic: topic.to_string(),
+            accept_standard_json_only: Some(true),
+        };
+        for addr in self.namesrv_addrs() {
+            let cmd =
+                RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_ext(h.to_ext());
+            match self.call_namesrv(&addr, cmd, Duration::from_secs(3)).await {
+                Ok(r) if r.code == 0 => match TopicRouteData::decode(&r.body) {
+                    Ok(route) => return Some(route),
+                    Err(e) => tracing::warn!(namesrv = %addr, error = %e, "unreadable route"),
+                },
+                Ok(_) => {}
+                Err(e) => tracing::debug!(namesrv = %addr, error = %e, "route lookup failed"),
+            }
+        }
+        None
+    }
+
     fn namesrv_addrs(&self) -> Vec<String> {
         self.config
             .namesrv_addr

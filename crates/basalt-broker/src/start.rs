@@ -126,6 +126,7 @@ struct Opened {
     topics: TopicConfigManager,
     groups: SubscriptionGroupManager,
     offsets: ConsumerOffsetManager,
+    request_modes: crate::metadata::request_modes::RequestModes,
     delay_offsets: DelayOffsets,
     /// The timer state, when timerWheelEnable is on.
     timers: Option<RecoveredTimers>,
@@ -184,6 +185,7 @@ async fn open_store_and_metadata(
                 config.max_queue_nums_per_topic,
             ),
             offsets: ConsumerOffsetManager::load(&root),
+            request_modes: crate::metadata::request_modes::RequestModes::load(&root),
             delay_offsets: DelayOffsets::load(&root),
             timers,
         })
@@ -331,6 +333,7 @@ fn assemble(
         groups,
         offsets,
         delay_offsets: Arc::new(o.delay_offsets),
+        request_modes: Arc::new(o.request_modes),
         clients,
         locks: Arc::new(LockManager::new()),
         waiters,

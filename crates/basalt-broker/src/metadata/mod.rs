@@ -10,6 +10,7 @@ pub mod groups;
 pub mod journal;
 pub mod meta_writer;
 pub mod offsets;
+pub mod request_modes;
 pub mod topic_attributes;
 pub mod topic_journal;
 pub mod topics;

@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admin;
+mod assignment;
 mod auth_admin;
 mod batch_body;
 mod checks;
@@ -151,6 +152,10 @@ impl BrokerProcessor {
             request::POLLING_INFO => pop::polling_info(&req),
             request::POP_STATUS => pop::status(&self.pop),
             request::HEART_BEAT => client::heartbeat(c, channel, &req).await,
+            request::QUERY_ASSIGNMENT => assignment::query_assignment(c, &req).await,
+            request::SET_MESSAGE_REQUEST_MODE => {
+                assignment::set_message_request_mode(c, &req).await
+            }
             request::UNREGISTER_CLIENT => client::unregister_client(c, channel, &req),
             request::CHECK_CLIENT_CONFIG => client::check_client_config(c, &req),
             request::GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(c, &req),

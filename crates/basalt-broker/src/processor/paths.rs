@@ -99,6 +99,7 @@ pub struct ClientPath {
     pub(crate) offsets: Arc<ConsumerOffsetManager>,
     pub(crate) locks: Arc<LockManager>,
     pub(crate) registrar: Arc<Registrar>,
+    pub(crate) request_modes: Arc<crate::metadata::request_modes::RequestModes>,
 }
 
 /// What operators' requests reach: everything, read-mostly.

@@ -22,6 +22,7 @@ public final class Rmq5Cases {
         m.put("timer", Rmq5Cases::timer);
         m.put("heartbeat-v2", Rmq5Cases::heartbeatV2);
         m.put("pop", PopCase::run); // PopCase.java: POP through MQClientAPIImpl
+        m.put("pop-push", PopPushCase::run); // PopPushCase.java: the POP push consumer
     }
 
     /**
