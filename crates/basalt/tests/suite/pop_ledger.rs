@@ -57,7 +57,7 @@ fn invisible_messages_come_back_from_the_new_leader() {
     for p in &first {
         let b = body(p);
         let i: u32 = b[1..].parse().expect("body l<i>");
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             let r = ack(&mut c, GROUP, TOPIC, p);
             assert_eq!(r.code, response::SUCCESS, "ack {b}: {:?}", r.remark);
             acked.insert(b);
