@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from rocketmq import FilterExpression, TransactionChecker
 from rocketmq.grpc_protocol import FilterType, TransactionResolution
 
+import wire
 from sdk import (CaseFailed, consumer, message, producer, receive_exactly,
                  receive_one, same_bodies, say, send, stop)
 
@@ -329,4 +330,5 @@ CASES = {
     "invisible": case_invisible,
     "change-invisible": case_change_invisible,
     "digest": case_digest,
+    "wire": wire.case_wire,
 }
