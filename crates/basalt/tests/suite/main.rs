@@ -56,6 +56,7 @@ mod pop_java;
 mod pop_ledger;
 mod registration_split;
 mod replication_auth;
+mod replication_tls;
 mod resubscribe;
 mod sql92_rocketmq_client_rust;
 mod store_repair;
