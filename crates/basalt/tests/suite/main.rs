@@ -25,6 +25,7 @@ mod admin_ops;
 mod admin_verbs;
 mod auth;
 mod auth_java;
+mod auth_mqadmin;
 mod auth_namesrv;
 mod bad_input;
 mod compat_cpp_client;
