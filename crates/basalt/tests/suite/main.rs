@@ -24,6 +24,7 @@ mod tls_certs;
 mod admin_ops;
 mod admin_verbs;
 mod auth;
+mod auth_cpp_client;
 mod auth_java;
 mod auth_mqadmin;
 mod auth_namesrv;
