@@ -236,6 +236,18 @@ fn cpp_client_signs_under_acl2() {
     let end = failures(metrics, "cons-A's shutdown");
     assert_eq!(end, after_w, "no refusal after the wrong secret's");
 
+    // Its signed offset commits landed: the group is at the end of A.
+    let p = root_admin(&ns, &["progress", "-g", CONS_GROUP, "-t", TOPIC_A]);
+    let committed: i64 = p["queues"]
+        .as_array()
+        .expect("queues")
+        .iter()
+        .map(|q| q["consumerOffset"].as_i64().unwrap_or(-1))
+        .sum();
+    println!("{CONS_GROUP} committed {committed}, lag {}", p["totalLag"]);
+    assert_eq!(committed, COUNT as i64);
+    assert_eq!(p["totalLag"], 0);
+
     let (in_a, in_b) = (stored(&ns, TOPIC_A), stored(&ns, TOPIC_B));
     println!("stored: {TOPIC_A} {in_a}, {TOPIC_B} {in_b}");
     assert_eq!(in_a, COUNT as i64, "only prod-A's messages in A");
