@@ -144,6 +144,52 @@ fn produce_refused(env: &ClientEnv, name: &str, args: &[&str]) -> Vec<Value> {
     errors
 }
 
+/// prod-B (no Pub on B) and a wrong secret: refused, counted by reason;
+/// the counters after both.
+fn refused_producers(env: &ClientEnv, b: &Standalone, metrics: u16) -> [(&'static str, f64); 3] {
+    // The client reports its failed retries as "No route info"; the
+    // broker refused each send with 16 (the client retries on broker
+    // errors), as its counters and log say.
+    let errs = produce_refused(env, "prod-B", &refs(&prod_args(TOPIC_B, 3, "b", PROD.1)));
+    println!("prod-B's error: {errs:?}");
+    let after_b = failures(metrics, "prod-B");
+    assert_eq!(after_b[0].1, 0.0, "no bad signature: {after_b:?}");
+    assert!(after_b[1].1 >= 1.0, "prod-B's sends denied: {after_b:?}");
+    assert!(
+        b.log_text()
+            .contains("User:cpp_prod has no permission to access Topic:CppAuthB (Pub)"),
+        "the broker names the refusal"
+    );
+
+    let wrong = prod_args(TOPIC_A, 3, "w", "not-the-secret");
+    let errs = produce_refused(env, "prod-wrong-secret", &refs(&wrong));
+    println!("prod-wrong-secret's error: {errs:?}");
+    let after_w = failures(metrics, "prod-wrong-secret");
+    assert!(after_w[0].1 >= 1.0, "a bad signature refused: {after_w:?}");
+    assert_eq!(
+        after_w[1].1, after_b[1].1,
+        "nothing else denied: {after_w:?}"
+    );
+    assert_eq!(after_w[2].1, 0.0, "nothing unsigned: {after_w:?}");
+
+    after_w
+}
+
+/// The consumer's signed offset commits landed: the group is at the end of
+/// topic A.
+fn assert_committed(ns: &str) {
+    let p = root_admin(ns, &["progress", "-g", CONS_GROUP, "-t", TOPIC_A]);
+    let committed: i64 = p["queues"]
+        .as_array()
+        .expect("queues")
+        .iter()
+        .map(|q| q["consumerOffset"].as_i64().unwrap_or(-1))
+        .sum();
+    println!("{CONS_GROUP} committed {committed}, lag {}", p["totalLag"]);
+    assert_eq!(committed, COUNT as i64);
+    assert_eq!(p["totalLag"], 0);
+}
+
 #[test]
 fn cpp_client_signs_under_acl2() {
     let Some(python) = cpp_client::client_python() else {
@@ -201,30 +247,7 @@ fn cpp_client_signs_under_acl2() {
     let clean = failures(metrics, "prod-A and cons-A");
     assert_eq!(clean.map(|(_, n)| n), [0.0; 3], "{clean:?}");
 
-    // The client reports its failed retries as "No route info"; the
-    // broker refused each send with 16 (the client retries on broker
-    // errors), as its counters and log say.
-    let errs = produce_refused(&env, "prod-B", &refs(&prod_args(TOPIC_B, 3, "b", PROD.1)));
-    println!("prod-B's error: {errs:?}");
-    let after_b = failures(metrics, "prod-B");
-    assert_eq!(after_b[0].1, 0.0, "no bad signature: {after_b:?}");
-    assert!(after_b[1].1 >= 1.0, "prod-B's sends denied: {after_b:?}");
-    assert!(
-        b.log_text()
-            .contains("User:cpp_prod has no permission to access Topic:CppAuthB (Pub)"),
-        "the broker names the refusal"
-    );
-
-    let wrong = prod_args(TOPIC_A, 3, "w", "not-the-secret");
-    let errs = produce_refused(&env, "prod-wrong-secret", &refs(&wrong));
-    println!("prod-wrong-secret's error: {errs:?}");
-    let after_w = failures(metrics, "prod-wrong-secret");
-    assert!(after_w[0].1 >= 1.0, "a bad signature refused: {after_w:?}");
-    assert_eq!(
-        after_w[1].1, after_b[1].1,
-        "nothing else denied: {after_w:?}"
-    );
-    assert_eq!(after_w[2].1, 0.0, "nothing unsigned: {after_w:?}");
+    let after_w = refused_producers(&env, &b, metrics);
 
     consumer.settle(Duration::from_secs(3));
     let msgs = consumer.stop();
@@ -236,17 +259,7 @@ fn cpp_client_signs_under_acl2() {
     let end = failures(metrics, "cons-A's shutdown");
     assert_eq!(end, after_w, "no refusal after the wrong secret's");
 
-    // Its signed offset commits landed: the group is at the end of A.
-    let p = root_admin(&ns, &["progress", "-g", CONS_GROUP, "-t", TOPIC_A]);
-    let committed: i64 = p["queues"]
-        .as_array()
-        .expect("queues")
-        .iter()
-        .map(|q| q["consumerOffset"].as_i64().unwrap_or(-1))
-        .sum();
-    println!("{CONS_GROUP} committed {committed}, lag {}", p["totalLag"]);
-    assert_eq!(committed, COUNT as i64);
-    assert_eq!(p["totalLag"], 0);
+    assert_committed(&ns);
 
     let (in_a, in_b) = (stored(&ns, TOPIC_A), stored(&ns, TOPIC_B));
     println!("stored: {TOPIC_A} {in_a}, {TOPIC_B} {in_b}");

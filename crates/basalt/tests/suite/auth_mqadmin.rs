@@ -92,19 +92,25 @@ fn topics(namesrv: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs unsigned verbs side by side; each must end with mqadmin's
-/// "command failed" and the broker's NO_PERMISSION (`CODE: 16`).
-fn refused_all(mq: &Mq, verbs: &[&[&str]]) {
+/// Runs unsigned verbs (one line each) side by side; each must end with
+/// mqadmin's "command failed" and the broker's NO_PERMISSION (`CODE: 16`)
+/// for its missing AccessKey.
+fn refused_all(mq: &Mq, lines: &[&str]) {
     let runs: Vec<Finished> = std::thread::scope(|s| {
-        let hs: Vec<_> = verbs.iter().map(|v| s.spawn(move || mq.run(v))).collect();
+        let hs: Vec<_> = lines
+            .iter()
+            .map(|l| {
+                let args: Vec<&str> = l.split_whitespace().collect();
+                s.spawn(move || mq.run(&args))
+            })
+            .collect();
         hs.into_iter()
             .map(|h| h.join().expect("mqadmin run"))
             .collect()
     });
-    for (v, f) in verbs.iter().zip(runs) {
-        let what = format!("unsigned mqadmin {}", v.join(" "));
-        let report = f.report(&what);
-        println!("{report}");
+    for (l, f) in lines.iter().zip(runs) {
+        let what = format!("unsigned mqadmin {l}");
+        println!("{}", f.report(&what));
         let both = format!("{}\n{}", f.stdout, f.stderr);
         assert!(both.contains("command failed"), "{what} not refused");
         assert!(both.contains("CODE: 16"), "{what}: not NO_PERMISSION");
@@ -153,50 +159,62 @@ fn mqadmin_manages_users_and_acls_with_tools_yml_credentials() {
     let anon = Mq::new(family, &logs, ns.clone()).with_rocketmq_home(&anon_home);
     let a = addr.as_str();
 
-    users_and_acls(&mq, &anon, &ns, a);
+    user_verbs(&mq, &ns, a);
+    acl_verbs(&mq, &ns, a);
+    unsigned_changes_nothing(&anon, &ns, a);
+    update_acl(&mq, &ns, a);
     ordinary_verbs(&mq, &anon, &ns, a);
     deletes(&mq, &anon, &ns, a);
     drop(b);
 }
 
-/// createUser, listUser, getUser, updateUser, createAcl, getAcl, listAcl,
-/// updateAcl, signed; the unsigned versions change nothing.
-fn users_and_acls(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
-    let out = mq.ok(&[
-        "createUser",
-        "-b",
-        a,
-        "-u",
-        "alice",
-        "-p",
-        ALICE_PW,
-        "-t",
-        "Normal",
-    ]);
+fn user(name: &str, t: &str, status: &str) -> (String, String, String) {
+    (name.to_string(), t.to_string(), status.to_string())
+}
+
+/// One signed mqadmin verb given as one line; its stdout.
+fn ok(mq: &Mq, line: &str) -> String {
+    let args: Vec<&str> = line.split_whitespace().collect();
+    mq.ok(&args)
+}
+
+/// Signed verbs side by side; their stdouts in order.
+fn ok_all(mq: &Mq, lines: &[&str]) -> Vec<String> {
+    let args: Vec<Vec<&str>> = lines
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let refs: Vec<&[&str]> = args.iter().map(Vec::as_slice).collect();
+    mq.ok_all(&refs)
+}
+
+/// createUser, listUser, getUser, updateUser, signed.
+fn user_verbs(mq: &Mq, ns: &str, a: &str) {
+    let out = ok(
+        mq,
+        &format!("createUser -b {a} -u alice -p {ALICE_PW} -t Normal"),
+    );
     assert!(
         out.contains(&format!("create user to {a} success.")),
         "{out}"
     );
-    let root = (
-        "root".to_string(),
-        "Super".to_string(),
-        "enable".to_string(),
+    let root = user("root", "Super", "enable");
+    assert_eq!(
+        users(ns, a),
+        vec![user("alice", "Normal", "enable"), root.clone()]
     );
-    let alice = |status: &str| {
-        (
-            "alice".to_string(),
-            "Normal".to_string(),
-            status.to_string(),
-        )
-    };
-    assert_eq!(users(ns, a), vec![alice("enable"), root.clone()]);
 
-    let outs = mq.ok_all(&[&["listUser", "-b", a], &["getUser", "-b", a, "-u", "alice"]]);
+    let outs = ok_all(
+        mq,
+        &[
+            &format!("listUser -b {a}"),
+            &format!("getUser -b {a} -u alice"),
+        ],
+    );
     // mqadmin prints #UserName #Password #UserType #UserStatus; Basalt
     // never returns passwords, so the column reads "null".
-    let listed = rows(&outs[0], "#UserName");
     assert_eq!(
-        listed,
+        rows(&outs[0], "#UserName"),
         vec![
             vec!["alice", "null", "Normal", "enable"],
             vec!["root", "null", "Super", "enable"]
@@ -207,49 +225,52 @@ fn users_and_acls(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
         vec![vec!["alice", "null", "Normal", "enable"]]
     );
 
-    let out = mq.ok(&["updateUser", "-b", a, "-u", "alice", "-s", "disable"]);
+    let out = ok(mq, &format!("updateUser -b {a} -u alice -s disable"));
     assert!(
         out.contains(&format!("update user to {a} success.")),
         "{out}"
     );
-    assert_eq!(users(ns, a), vec![alice("disable"), root.clone()]);
+    assert_eq!(
+        users(ns, a),
+        vec![user("alice", "Normal", "disable"), root.clone()]
+    );
     // Back on with the CLI's own verb.
     basalt_root(
         ns,
         &["user", "update", "-b", a, "-u", "alice", "-s", "enable"],
     )
     .expect("basalt user update");
-    assert_eq!(users(ns, a), vec![alice("enable"), root.clone()]);
+    assert_eq!(users(ns, a), vec![user("alice", "Normal", "enable"), root]);
+}
 
-    let out = mq.ok(&[
-        "createAcl",
-        "-b",
-        a,
-        "-s",
-        "User:alice",
-        "-r",
-        "Topic:TA,Group:GA",
-        "-a",
-        "Pub,Sub",
-        "-i",
-        "127.0.0.1",
-        "-d",
-        "Allow",
-    ]);
+fn created_acl() -> Vec<[String; 4]> {
+    vec![
+        entry("Topic:TA", "Pub,Sub", "127.0.0.1", "Allow"),
+        entry("Group:GA", "Pub,Sub", "127.0.0.1", "Allow"),
+    ]
+}
+
+/// createAcl, getAcl, listAcl, signed.
+fn acl_verbs(mq: &Mq, ns: &str, a: &str) {
+    let out = ok(
+        mq,
+        &format!(
+            "createAcl -b {a} -s User:alice -r Topic:TA,Group:GA -a Pub,Sub -i 127.0.0.1 -d Allow"
+        ),
+    );
     assert!(
         out.contains(&format!("create acl to {a} success.")),
         "{out}"
     );
-    let created = vec![
-        entry("Topic:TA", "Pub,Sub", "127.0.0.1", "Allow"),
-        entry("Group:GA", "Pub,Sub", "127.0.0.1", "Allow"),
-    ];
-    assert_eq!(acl(ns, a, "alice"), Some(created.clone()));
+    assert_eq!(acl(ns, a, "alice"), Some(created_acl()));
 
-    let outs = mq.ok_all(&[
-        &["getAcl", "-b", a, "-s", "User:alice"],
-        &["listAcl", "-b", a],
-    ]);
+    let outs = ok_all(
+        mq,
+        &[
+            &format!("getAcl -b {a} -s User:alice"),
+            &format!("listAcl -b {a}"),
+        ],
+    );
     for out in &outs {
         let r = rows(out, "#Subject");
         assert_eq!(r.len(), 2, "two entries:\n{out}");
@@ -259,62 +280,38 @@ fn users_and_acls(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
             assert_eq!(row.last().map(String::as_str), Some("Allow"), "{out}");
         }
     }
+}
 
-    // Unsigned: refused; users and ACL as they were.
-    refused_all(
-        anon,
-        &[
-            &[
-                "createUser",
-                "-b",
-                a,
-                "-u",
-                "mallory",
-                "-p",
-                "mallory-pw",
-                "-t",
-                "Super",
-            ],
-            &["updateUser", "-b", a, "-u", "alice", "-s", "disable"],
-            &["listUser", "-b", a],
-        ],
+/// Unsigned (no tools.yml): refused; users and ACL as they were.
+fn unsigned_changes_nothing(anon: &Mq, ns: &str, a: &str) {
+    let lines = [
+        format!("createUser -b {a} -u mallory -p mallory-pw -t Super"),
+        format!("updateUser -b {a} -u alice -s disable"),
+        format!("listUser -b {a}"),
+        format!("updateAcl -b {a} -s User:alice -r Topic:TA -a All -d Allow"),
+        format!("deleteAcl -b {a} -s User:alice"),
+        format!("getAcl -b {a} -s User:alice"),
+    ];
+    for chunk in lines.chunks(3) {
+        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        refused_all(anon, &refs);
+    }
+    assert_eq!(
+        users(ns, a),
+        vec![
+            user("alice", "Normal", "enable"),
+            user("root", "Super", "enable")
+        ]
     );
-    refused_all(
-        anon,
-        &[
-            &[
-                "updateAcl",
-                "-b",
-                a,
-                "-s",
-                "User:alice",
-                "-r",
-                "Topic:TA",
-                "-a",
-                "All",
-                "-d",
-                "Allow",
-            ],
-            &["deleteAcl", "-b", a, "-s", "User:alice"],
-            &["getAcl", "-b", a, "-s", "User:alice"],
-        ],
-    );
-    assert_eq!(users(ns, a), vec![alice("enable"), root]);
-    assert_eq!(acl(ns, a, "alice"), Some(created));
+    assert_eq!(acl(ns, a, "alice"), Some(created_acl()));
+}
 
-    let out = mq.ok(&[
-        "updateAcl",
-        "-b",
-        a,
-        "-s",
-        "User:alice",
-        "-r",
-        "Topic:TA",
-        "-a",
-        "Pub",
-        "-d",
-        "Deny",
-    ]);
+/// updateAcl replaces one resource's entry.
+fn update_acl(mq: &Mq, ns: &str, a: &str) {
+    let out = ok(
+        mq,
+        &format!("updateAcl -b {a} -s User:alice -r Topic:TA -a Pub -d Deny"),
+    );
     assert!(
         out.contains(&format!("update acl to {a} success.")),
         "{out}"
@@ -330,23 +327,10 @@ fn users_and_acls(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
 
 /// updateTopic and topicList, signed and unsigned.
 fn ordinary_verbs(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
-    let out = mq.ok(&[
-        "updateTopic",
-        "-b",
-        a,
-        "-t",
-        "MqAuthT",
-        "-r",
-        "2",
-        "-w",
-        "2",
-    ]);
+    let out = ok(mq, &format!("updateTopic -b {a} -t MqAuthT -r 2 -w 2"));
     assert!(out.contains("create topic to"), "{out}");
-    refused_all(
-        anon,
-        &[&["updateTopic", "-b", a, "-t", "AnonT", "-r", "2", "-w", "2"]],
-    );
-    let list = mq.ok(&["topicList"]);
+    refused_all(anon, &[&format!("updateTopic -b {a} -t AnonT -r 2 -w 2")]);
+    let list = ok(mq, "topicList");
     let listed: Vec<&str> = list.lines().map(str::trim).collect();
     assert!(listed.contains(&"MqAuthT"), "{list}");
     let t = topics(ns);
@@ -357,7 +341,7 @@ fn ordinary_verbs(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
 /// deleteAcl of one resource, deleteUser (its ACL goes with it), and the
 /// unsigned deleteUser refused before.
 fn deletes(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
-    let out = mq.ok(&["deleteAcl", "-b", a, "-s", "User:alice", "-r", "Group:GA"]);
+    let out = ok(mq, &format!("deleteAcl -b {a} -s User:alice -r Group:GA"));
     assert!(
         out.contains(&format!("delete acl to {a} success.")),
         "{out}"
@@ -367,23 +351,15 @@ fn deletes(mq: &Mq, anon: &Mq, ns: &str, a: &str) {
         Some(vec![entry("Topic:TA", "Pub", "-", "Deny")])
     );
 
-    refused_all(anon, &[&["deleteUser", "-b", a, "-u", "alice"]]);
+    refused_all(anon, &[&format!("deleteUser -b {a} -u alice")]);
     assert_eq!(users(ns, a).len(), 2);
 
-    let out = mq.ok(&["deleteUser", "-b", a, "-u", "alice"]);
+    let out = ok(mq, &format!("deleteUser -b {a} -u alice"));
     assert!(
         out.contains(&format!("delete user to {a} success.")),
         "{out}"
     );
-    let left = users(ns, a);
-    assert_eq!(
-        left,
-        vec![(
-            "root".to_string(),
-            "Super".to_string(),
-            "enable".to_string()
-        )]
-    );
+    assert_eq!(users(ns, a), vec![user("root", "Super", "enable")]);
     let gone = basalt_root(ns, &["user", "get", "-b", a, "-u", "alice"]).unwrap_err();
     assert!(gone.contains("no user alice"), "{gone}");
     assert_eq!(acl(ns, a, "alice"), None, "the user's ACL went with it");
