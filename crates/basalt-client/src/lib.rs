@@ -41,6 +41,7 @@
 //! compressed), reading from slaves beyond following `suggestWhichBrokerId`.
 
 pub mod admin;
+mod admin_auth;
 mod admin_config;
 mod admin_ledger;
 mod admin_ops;

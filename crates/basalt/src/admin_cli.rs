@@ -216,6 +216,8 @@ async fn admin_inner(admin: &Admin, cmd: AdminCommand) -> Result<Report, String>
             offline,
         } => return crate::admin_verbs::clone_offset(admin, &src, &dest, &topic, offline).await,
         AdminCommand::Kv(k) => return crate::admin_verbs::kv(admin, k).await,
+        AdminCommand::User(u) => return crate::admin_auth::user(admin, u).await,
+        AdminCommand::Acl(a) => return crate::admin_auth::acl(admin, a).await,
         AdminCommand::Ledger(_) => unreachable!("ledger verbs are run by admin()"),
     }
     Ok(r)

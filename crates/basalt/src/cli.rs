@@ -303,6 +303,14 @@ pub enum AdminCommand {
     /// The NameServers' KV config (ORDER_TOPIC_CONFIG and others).
     #[command(subcommand)]
     Kv(KvCommand),
+    /// ACL 2.0 users: create, update, delete, get, list (mqadmin's
+    /// createUser … listUser).
+    #[command(subcommand)]
+    User(crate::admin_auth::UserCommand),
+    /// ACL 2.0 ACLs: create, update, delete, get, list (mqadmin's
+    /// createAcl … listAcl).
+    #[command(subcommand)]
+    Acl(crate::admin_auth::AclCommand),
 }
 
 #[derive(Debug, Subcommand)]

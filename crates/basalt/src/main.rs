@@ -4,6 +4,7 @@
 //! * `basalt namesrv` / `basalt broker -c FILE` — the two roles apart;
 //! * `basalt store check|dump DIR` — offline tools for a store directory.
 
+mod admin_auth;
 mod admin_cli;
 mod admin_ops;
 mod admin_output;

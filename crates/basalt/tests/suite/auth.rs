@@ -84,7 +84,7 @@ fn topic_exists(c: &mut Raw, topic: &str) -> bool {
     c.call(q).code == response::SUCCESS
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -10,7 +10,7 @@
 //! 1. topics, routes, permissions and broker settings;
 //! 2. consumer groups, offsets, lag, connections and message lookups.
 
-mod harness;
+pub(crate) mod harness;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

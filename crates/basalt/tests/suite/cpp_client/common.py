@@ -61,4 +61,15 @@ def base_args(description):
     p.add_argument("--namesrv", required=True, help="NameServer address host:port")
     p.add_argument("--topic", required=True)
     p.add_argument("--group", required=True)
+    p.add_argument("--access-key", help="sign requests as this user (ACL)")
+    p.add_argument("--secret-key", help="the user's password")
+    p.add_argument("--channel", default="LOCAL", help="the client's OnsChannel field")
     return p
+
+
+def credentials(client, args):
+    """Makes `client` sign its requests (the C++ ClientRPCHook) when
+    --access-key is given, and reports what it signs as."""
+    if args.access_key:
+        client.set_session_credentials(args.access_key, args.secret_key or "", args.channel)
+        emit("credentials", access_key=args.access_key, channel=args.channel)

@@ -96,6 +96,7 @@ def main():
 
     producer = Producer(args.group, timeout=10000)
     producer.set_namesrv_addr(args.namesrv)
+    common.credentials(producer, args)
     producer.start()
     try:
         ok = send_all(producer, args)

@@ -23,6 +23,7 @@ def main():
     model = MessageModel.BROADCASTING if args.broadcasting else MessageModel.CLUSTERING
     consumer = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(args.namesrv)
+    common.credentials(consumer, args)
     lock = threading.Lock()
 
     def on_message(msg):

@@ -27,6 +27,10 @@ pub struct Mq {
     dir: PathBuf,
     home: PathBuf,
     pub namesrv: String,
+    /// `ROCKETMQ_HOME` for the JVM: mqadmin signs its requests with the
+    /// `accessKey`/`secretKey` of `$ROCKETMQ_HOME/conf/tools.yml`. Unset
+    /// (and removed from the environment) when `None`.
+    rocketmq_home: Option<PathBuf>,
 }
 
 impl Mq {
@@ -37,7 +41,15 @@ impl Mq {
             dir,
             home: home.to_path_buf(),
             namesrv,
+            rocketmq_home: None,
         }
+    }
+
+    /// The same mqadmin run with `ROCKETMQ_HOME` set to `dir` (credentials
+    /// in `dir/conf/tools.yml`, if there is one).
+    pub fn with_rocketmq_home(mut self, dir: &Path) -> Mq {
+        self.rocketmq_home = Some(dir.to_path_buf());
+        self
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -49,6 +61,10 @@ impl Mq {
             &format!("-Duser.home={}", self.home.display()),
         );
         cmd.arg(MAIN).args(args).args(["-n", &self.namesrv]);
+        match &self.rocketmq_home {
+            Some(h) => cmd.env("ROCKETMQ_HOME", h),
+            None => cmd.env_remove("ROCKETMQ_HOME"),
+        };
         cmd
     }
 
