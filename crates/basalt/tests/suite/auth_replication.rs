@@ -153,6 +153,69 @@ async fn alice_reads(
     }
 }
 
+/// The slave holds alice, her ACL (checked by root's getUser/getAcl), takes
+/// her signed read, and saved her.
+async fn slave_has_alice(client: &RemotingClient, saddr: &str, w: &Path) {
+    wait_alice(client, saddr).await;
+    // The user and her ACL were made by two requests: the slave may have
+    // copied the first alone.
+    let get_acl = || signed(admin(3009, &[("subject", "User:alice")], ""), ROOT);
+    eventually(
+        "her ACL on the slave",
+        Duration::from_secs(20),
+        async || !call(client, saddr, get_acl()).await.body.is_empty(),
+    )
+    .await;
+    let acl = call(client, saddr, get_acl()).await;
+    let acl = String::from_utf8_lossy(&acl.body).into_owned();
+    println!("getAcl User:alice on the slave: {acl}");
+    assert!(
+        acl.contains("Topic:ReplTopic") && acl.contains("Allow"),
+        "{acl}"
+    );
+    // The slave authenticates and authorizes her (the topic came too: the
+    // whole metadata sync is signed).
+    eventually(
+        "alice's read accepted by the slave",
+        Duration::from_secs(20),
+        async || alice_reads(client, saddr, ALICE, "ReplTopic").await.is_ok(),
+    )
+    .await;
+    let users = std::fs::read_to_string(w.join("slave/config/authUsers.json")).expect("users file");
+    assert!(
+        users.contains("\"alice\""),
+        "the slave saved alice: {users}"
+    );
+}
+
+/// A password changed on the master reaches the slave: the new signature
+/// is accepted there and the old one refused.
+async fn password_change_follows(client: &RemotingClient, maddr: &str, saddr: &str) {
+    let change = format!(r#"{{"password":"{}"}}"#, ALICE_NEW.1);
+    ok(
+        &call(
+            client,
+            maddr,
+            signed(admin(3002, &[("username", "alice")], &change), ROOT),
+        )
+        .await,
+        "updateUser",
+    );
+    eventually(
+        "the new password on the slave",
+        Duration::from_secs(20),
+        async || {
+            alice_reads(client, saddr, ALICE_NEW, "ReplTopic")
+                .await
+                .is_ok()
+        },
+    )
+    .await;
+    let old = alice_reads(client, saddr, ALICE, "ReplTopic").await;
+    println!("old password on the slave: {old:?}");
+    assert!(old.is_err_and(|e| e.contains("check signature failed")));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slave_holds_the_masters_users_and_acls_across_restarts() {
     let work = tempfile::tempdir().expect("temp dir");
@@ -171,65 +234,8 @@ async fn a_slave_holds_the_masters_users_and_acls_across_restarts() {
         "topic",
     );
     create_alice(&client, &maddr, "Topic:ReplTopic", &["Pub", "Get"]).await;
-    wait_alice(&client, &saddr).await;
-    // The user and her ACL were made by two requests: the slave may have
-    // copied the first alone.
-    let get_acl = || signed(admin(3009, &[("subject", "User:alice")], ""), ROOT);
-    eventually(
-        "her ACL on the slave",
-        Duration::from_secs(20),
-        async || !call(&client, &saddr, get_acl()).await.body.is_empty(),
-    )
-    .await;
-    let acl = call(&client, &saddr, get_acl()).await;
-    let acl = String::from_utf8_lossy(&acl.body).into_owned();
-    println!("getAcl User:alice on the slave: {acl}");
-    assert!(
-        acl.contains("Topic:ReplTopic") && acl.contains("Allow"),
-        "{acl}"
-    );
-    // The slave authenticates and authorizes her (the topic came too: the
-    // whole metadata sync is signed).
-    eventually(
-        "alice's read accepted by the slave",
-        Duration::from_secs(20),
-        async || {
-            alice_reads(&client, &saddr, ALICE, "ReplTopic")
-                .await
-                .is_ok()
-        },
-    )
-    .await;
-    let users = std::fs::read_to_string(w.join("slave/config/authUsers.json")).expect("users file");
-    assert!(
-        users.contains("\"alice\""),
-        "the slave saved alice: {users}"
-    );
-
-    // A changed password follows.
-    let change = format!(r#"{{"password":"{}"}}"#, ALICE_NEW.1);
-    ok(
-        &call(
-            &client,
-            &maddr,
-            signed(admin(3002, &[("username", "alice")], &change), ROOT),
-        )
-        .await,
-        "updateUser",
-    );
-    eventually(
-        "the new password on the slave",
-        Duration::from_secs(20),
-        async || {
-            alice_reads(&client, &saddr, ALICE_NEW, "ReplTopic")
-                .await
-                .is_ok()
-        },
-    )
-    .await;
-    let old = alice_reads(&client, &saddr, ALICE, "ReplTopic").await;
-    println!("old password on the slave: {old:?}");
-    assert!(old.is_err_and(|e| e.contains("check signature failed")));
+    slave_has_alice(&client, &saddr, w).await;
+    password_change_follows(&client, &maddr, &saddr).await;
 
     // Both stopped; the slave alone, its master gone, still knows her.
     slave.stop();
