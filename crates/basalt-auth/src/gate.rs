@@ -194,6 +194,42 @@ impl AuthGate {
         verdict.map_err(|(reason, msg)| self.refuse(ip, req, reason, response::NO_PERMISSION, msg))
     }
 
+    /// The check of Basalt's AUTH_METADATA_SYNC (its answer holds every
+    /// password), whatever the switches and whitelists say: the request
+    /// must be signed by an enabled super user of this broker's store.
+    /// A store without users passes: there is nothing to protect, and the
+    /// answer is empty.
+    pub fn check_sync(&self, ip: Option<IpAddr>, req: &RemotingCommand) -> Result<(), Refusal> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let snap = store.snapshot();
+        if snap.users.is_empty() && snap.acls.is_empty() {
+            return Ok(());
+        }
+        let verdict = match req.ext_fields.get(ACCESS_KEY).filter(|a| !a.is_empty()) {
+            None => Err((
+                Reason::NoCredentials,
+                "username cannot be null.".to_string(),
+            )),
+            Some(ak) => match snap.users.get(ak) {
+                None => Err((Reason::UnknownUser, format!("User:{ak} is not found."))),
+                Some(u) if u.status == UserStatus::Disable => {
+                    Err((Reason::DisabledUser, format!("User:{ak} is disabled.")))
+                }
+                Some(u) if !sign::verify(req, &u.password) => {
+                    Err((Reason::BadSignature, "check signature failed.".to_string()))
+                }
+                Some(u) if u.user_type != UserType::Super => Err((
+                    Reason::Denied,
+                    format!("User:{ak} is not a super user: only a super user may copy users."),
+                )),
+                Some(_) => Ok(()),
+            },
+        };
+        verdict.map_err(|(reason, msg)| self.refuse(ip, req, reason, response::NO_PERMISSION, msg))
+    }
+
     fn check_v2(&self, ip: Option<IpAddr>, req: &RemotingCommand) -> Result<(), (Reason, String)> {
         let s = &self.settings;
         let authn = s.authentication_enabled && !s.authentication_whitelist.contains(&req.code);

@@ -11,12 +11,15 @@
 //!   dispatching a request, with failure counters and rate-bounded logs;
 //! * [`grpc`]: the same check for a 5.x SDK's gRPC call (its signed
 //!   `authorization` header, the RPC's resources);
-//! * [`admin`]: the auth admin codes 3001–3010.
+//! * [`admin`]: the auth admin codes 3001–3010;
+//! * [`sync`]: users and ACLs copied to slaves and ledger followers;
+//! * [`basic`]: HTTP Basic credentials of a super user (the dashboard).
 //!
 //! The broker reaches it through `AuthGate::check` and the admin handler;
 //! nothing here knows the broker's internals.
 
 pub mod admin;
+pub mod basic;
 pub mod evaluate;
 pub mod gate;
 pub mod grpc;
@@ -27,6 +30,7 @@ pub mod request_map;
 pub mod settings;
 pub mod sign;
 pub mod store;
+pub mod sync;
 
 pub use gate::{AuthGate, Refusal};
 pub use settings::AuthSettings;

@@ -131,6 +131,13 @@ impl AuthSettings {
         self.init_user.iter().chain(self.inner_credentials.iter())
     }
 
+    /// The credentials the broker signs its own requests with (to a
+    /// NameServer, to its master): `innerClientAuthenticationCredentials`
+    /// as Java's broker signs, else the `initAuthenticationUser`.
+    pub fn broker_credentials(&self) -> Option<&ConfigUser> {
+        self.inner_credentials.as_ref().or(self.init_user.as_ref())
+    }
+
     /// The keys [`set`](Self::set) takes, for the broker's known-keys list.
     pub const KEYS: &'static [&'static str] = &[
         "authenticationEnabled",

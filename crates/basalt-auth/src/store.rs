@@ -26,6 +26,23 @@ pub struct Snapshot {
     pub acls: BTreeMap<String, Acl>,
 }
 
+impl Snapshot {
+    /// Users and ACLs from their JSON forms, each checked as when it was
+    /// created; the first bad one is the error.
+    pub fn from_infos(users: &[UserInfo], acls: &[AclInfo]) -> Result<Snapshot, AuthError> {
+        let mut snap = Snapshot::default();
+        for i in users {
+            let u = user_from_info(i)?;
+            snap.users.insert(u.username.clone(), u);
+        }
+        for i in acls {
+            let a = Acl::from_info(i, None)?;
+            snap.acls.insert(a.subject.clone(), a);
+        }
+        Ok(snap)
+    }
+}
+
 /// Users and ACLs. Invariant: the published snapshot is always what was
 /// last saved; a change that cannot be saved is not applied.
 pub struct AuthStore {
@@ -78,23 +95,17 @@ impl AuthStore {
         users_file: Box<dyn Persist>,
         acls_file: Box<dyn Persist>,
     ) -> Result<AuthStore, AuthError> {
-        let mut snap = Snapshot::default();
-        if let Some(text) = users_file.load() {
-            let infos: Vec<UserInfo> = serde_json::from_str(&text)
-                .map_err(|e| AuthError::Invalid(format!("users file: {e}")))?;
-            for i in &infos {
-                let u = user_from_info(i)?;
-                snap.users.insert(u.username.clone(), u);
-            }
-        }
-        if let Some(text) = acls_file.load() {
-            let infos: Vec<AclInfo> = serde_json::from_str(&text)
-                .map_err(|e| AuthError::Invalid(format!("acls file: {e}")))?;
-            for i in &infos {
-                let a = Acl::from_info(i, None)?;
-                snap.acls.insert(a.subject.clone(), a);
-            }
-        }
+        let users: Vec<UserInfo> = match users_file.load() {
+            Some(text) => serde_json::from_str(&text)
+                .map_err(|e| AuthError::Invalid(format!("users file: {e}")))?,
+            None => Vec::new(),
+        };
+        let acls: Vec<AclInfo> = match acls_file.load() {
+            Some(text) => serde_json::from_str(&text)
+                .map_err(|e| AuthError::Invalid(format!("acls file: {e}")))?,
+            None => Vec::new(),
+        };
+        let snap = Snapshot::from_infos(&users, &acls)?;
         Ok(AuthStore {
             current: RwLock::new(Arc::new(snap)),
             writing: Mutex::new(()),
@@ -136,6 +147,27 @@ impl AuthStore {
         }
         *self.current.write() = Arc::new(next);
         Ok(())
+    }
+
+    /// Replaces every user and ACL with `next` (a master's copy), keeping
+    /// the users of `keep` that `next` lacks (the settings' super users,
+    /// which this broker signs with). Saves only what differs; returns
+    /// whether anything did. Blocking (it fsyncs).
+    pub fn replace(&self, mut next: Snapshot, keep: &[User]) -> Result<bool, AuthError> {
+        for u in keep {
+            next.users
+                .entry(u.username.clone())
+                .or_insert_with(|| u.clone());
+        }
+        let mut changed = false;
+        self.change(|s| {
+            if s.users != next.users || s.acls != next.acls {
+                changed = true;
+                *s = next;
+            }
+            Ok(())
+        })?;
+        Ok(changed)
     }
 
     /// Adds a user (Java: "The user is existed" when it exists).

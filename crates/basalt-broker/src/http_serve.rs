@@ -5,6 +5,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -31,6 +32,10 @@ pub struct HttpRequest {
     /// The request carries `X-Requested-With` (a browser sends it only
     /// from a script of the same origin: write actions require it).
     pub same_origin_script: bool,
+    /// The `Authorization` header (HTTP Basic credentials), if any.
+    pub authorization: Option<String>,
+    /// The caller's address.
+    pub remote: Option<IpAddr>,
 }
 
 impl HttpRequest {
@@ -49,6 +54,8 @@ pub struct HttpReply {
     pub status: StatusCode,
     pub content_type: &'static str,
     pub body: Bytes,
+    /// Ask for HTTP Basic credentials (`WWW-Authenticate`).
+    pub challenge: bool,
 }
 
 impl HttpReply {
@@ -57,6 +64,7 @@ impl HttpReply {
             status: StatusCode::OK,
             content_type,
             body: body.into(),
+            challenge: false,
         }
     }
 
@@ -66,6 +74,15 @@ impl HttpReply {
             status,
             content_type: "text/plain; charset=utf-8",
             body: Bytes::from(why.into()),
+            challenge: false,
+        }
+    }
+
+    /// 401 with a Basic challenge, so a browser asks for credentials.
+    pub fn unauthorized(why: impl Into<String>) -> Self {
+        HttpReply {
+            challenge: true,
+            ..HttpReply::error(StatusCode::UNAUTHORIZED, why)
         }
     }
 
@@ -120,12 +137,22 @@ fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn answer(h: Handler, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn answer(
+    h: Handler,
+    remote: Option<IpAddr>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let r = HttpRequest {
         method: req.method().clone(),
         path: req.uri().path().to_string(),
         query: parse_query(req.uri().query()),
         same_origin_script: req.headers().contains_key("x-requested-with"),
+        authorization: req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        remote,
     };
     let reply = h(r).await;
     let mut resp = Response::new(Full::new(reply.body));
@@ -139,6 +166,14 @@ async fn answer(h: Handler, req: Request<Incoming>) -> Result<Response<Full<Byte
         hyper::header::CACHE_CONTROL,
         hyper::header::HeaderValue::from_static("no-store"),
     );
+    if reply.challenge {
+        headers.insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static(
+                "Basic realm=\"basalt dashboard\", charset=\"UTF-8\"",
+            ),
+        );
+    }
     Ok(resp)
 }
 
@@ -167,10 +202,10 @@ pub fn spawn_secure(
                     let sec = security.clone();
                     conns.spawn(async move {
                         match sec {
-                            None => serve_http(stream, h).await,
+                            None => serve_http(stream, h, peer.ip()).await,
                             Some(sec) => {
                                 if let Ok(up) = sec.accept(stream, peer).await {
-                                    serve_http(up, h).await;
+                                    serve_http(up, h, peer.ip()).await;
                                 }
                             }
                         }
@@ -183,11 +218,11 @@ pub fn spawn_secure(
 }
 
 /// Serves HTTP/1 on one connection until it closes.
-async fn serve_http<S>(io: S, h: Handler)
+async fn serve_http<S>(io: S, h: Handler, remote: IpAddr)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = service_fn(move |req| answer(Arc::clone(&h), req));
+    let svc = service_fn(move |req| answer(Arc::clone(&h), Some(remote), req));
     let _ = http1::Builder::new()
         .keep_alive(true)
         .serve_connection(TokioIo::new(io), svc)

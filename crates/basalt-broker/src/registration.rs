@@ -100,8 +100,7 @@ impl Registrar {
         mut cmd: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, basalt_remoting::RemotingError> {
-        let auth = &self.config.auth;
-        if let Some(u) = auth.inner_credentials.as_ref().or(auth.init_user.as_ref()) {
+        if let Some(u) = self.config.auth.broker_credentials() {
             basalt_auth::sign::sign(&mut cmd, &u.username, &u.password, None);
         }
         self.client.invoke(addr, cmd, timeout).await

@@ -105,6 +105,11 @@ pub mod request {
     /// Basalt's own: a broker's POP consumption (messages popped and not
     /// acked per group and topic, revive lag), for `basalt admin pop`.
     pub const POP_STATUS: i32 = 30004;
+    /// Basalt's own: the ACL 2.0 users (with passwords) and ACLs of a
+    /// broker, for its slaves and ledger followers to copy (docs/auth.md).
+    /// Answered only to a request signed by a super user of the answering
+    /// broker, whatever its authentication switch says.
+    pub const AUTH_METADATA_SYNC: i32 = 30005;
 }
 
 /// Response codes. Values are those of RocketMQ's `ResponseCode` /

@@ -85,6 +85,8 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             same_origin_script: true,
+            authorization: None,
+            remote: None,
         }
     }
 

@@ -3,11 +3,13 @@
 //! reading [`crate::metrics::snapshot`]. The dashboard's page, script,
 //! chart code and style are compiled into the binary; it fetches only
 //! from the broker that served it. Read-only unless
-//! `dashboardAdminEnable=true`.
+//! `dashboardAdminEnable=true`; with `authenticationEnabled`, its writes
+//! and its users view need a super user's HTTP Basic credentials.
 
 pub mod admin;
 pub mod history;
 pub mod lookup;
+mod users;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -159,6 +161,7 @@ impl Dashboard {
             (Method::GET, "/style.css") => HttpReply::ok("text/css; charset=utf-8", STYLE_CSS),
             (Method::GET, "/api/config") => HttpReply::json(&serde_json::json!({
                 "adminEnabled": o.dashboard_admin_enable,
+                "authRequired": self.broker.auth_gate().settings().authentication_enabled,
                 "refreshMs": o.dashboard_sample_interval.as_millis() as u64,
                 "historyMs": o.dashboard_history.as_millis() as u64,
             })),
@@ -168,6 +171,7 @@ impl Dashboard {
             },
             (Method::GET, "/api/history") => HttpReply::json(&self.history.points()),
             (Method::GET, "/api/message") => self.lookup(&r).await,
+            (Method::GET, "/api/auth") => users::view(&self.broker, &r),
             (Method::POST, p) if p.starts_with("/api/admin/") => {
                 self.admin(&p["/api/admin/".len()..], &r).await
             }
@@ -239,11 +243,15 @@ impl Dashboard {
         if !r.same_origin_script {
             return HttpReply::error(StatusCode::FORBIDDEN, "X-Requested-With required");
         }
+        let user = match users::require_super(&self.broker, r) {
+            Ok(u) => u,
+            Err(refused) => return refused,
+        };
         let req = match admin::request_for(action, r) {
             Ok(req) => req,
             Err(e) => return HttpReply::error(StatusCode::BAD_REQUEST, e),
         };
-        tracing::info!(action, query = ?r.query, "dashboard admin action");
+        tracing::info!(action, query = ?r.query, user = ?user, "dashboard admin action");
         let resp = self.processor.internal_admin(req).await;
         match admin::outcome(&resp) {
             Ok(m) => HttpReply::json(&serde_json::json!({ "ok": true, "message": m })),

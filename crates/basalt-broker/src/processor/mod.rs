@@ -204,6 +204,9 @@ impl BrokerProcessor {
             request::QUERY_CONSUME_QUEUE => queue_admin::query_consume_queue(a, &req),
             request::QUERY_TOPIC_CONSUME_BY_WHO => queue_admin::topic_consume_by_who(a, &req),
             3001..=3010 => auth_admin::handle(&self.auth, &req).await,
+            request::AUTH_METADATA_SYNC => {
+                auth_admin::sync_answer(&self.auth, channel, &req, &s.stats.metrics)
+            }
             request::GET_CONSUMER_RUNNING_INFO => {
                 connections_admin::consumer_running_info(a, &req).await
             }

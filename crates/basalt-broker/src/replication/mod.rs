@@ -15,6 +15,7 @@
 //! records, are you taking sends now, which broker id do you register, what
 //! do you add to the runtime info, shut down.
 
+pub(crate) mod auth_sync;
 pub mod ha;
 pub mod ledger;
 pub(crate) mod tasks;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::Replication;
+use super::auth_sync::FailureLog;
 use super::ha::sync::sync_once;
 use crate::broker::Broker;
 
@@ -32,10 +33,12 @@ pub(crate) fn spawn(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     }
 }
 
-/// A slave (or a ledger follower) copies its master's topics, groups and
-/// offsets every slaveSyncInterval, as RocketMQ's SlaveSynchronize does.
+/// A slave (or a ledger follower) copies its master's topics, groups,
+/// offsets (as RocketMQ's SlaveSynchronize does), users and ACLs every
+/// slaveSyncInterval.
 async fn copy_metadata(b: Arc<Broker>) {
     let mut tick = tokio::time::interval(b.config.slave_sync_interval);
+    let mut auth_log = FailureLog::default();
     loop {
         tick.tick().await;
         if b.replication.is_writable() {
@@ -43,7 +46,7 @@ async fn copy_metadata(b: Arc<Broker>) {
         }
         let master = b.registrar.master_addr();
         if let Some(m) = master.filter(|m| *m != b.broker_addr()) {
-            sync_once(&b, &m).await;
+            sync_once(&b, &m, &mut auth_log).await;
         }
     }
 }

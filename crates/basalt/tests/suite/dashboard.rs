@@ -24,7 +24,7 @@ use basalt_client::{
 
 use standalone::Standalone;
 
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 const TOPIC: &str = "DashTopic";
 const GROUP: &str = "dash-group";
 const POP_GROUP: &str = "dash-pop";
@@ -63,7 +63,7 @@ fn chromium(profile: &Path, extra: &[String], url: &str) -> Command {
 }
 
 /// The DOM of `url` after its scripts ran.
-fn dump_dom(tmp: &Path, name: &str, url: &str) -> String {
+pub(crate) fn dump_dom(tmp: &Path, name: &str, url: &str) -> String {
     let out = chromium(
         &tmp.join(format!("profile-{name}")),
         &["--dump-dom".into()],

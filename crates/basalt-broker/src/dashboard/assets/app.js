@@ -3,7 +3,7 @@
 // to the origin that served it.
 "use strict";
 
-const state = { config: null, snap: null, history: [], error: null, lookup: null, notice: "" };
+const state = { config: null, snap: null, history: [], error: null, lookup: null, notice: "", auth: null };
 
 const esc = v => String(v === undefined || v === null ? "" : v)
   .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -247,12 +247,34 @@ function pageLedger(s) {
     l.peers.map(p => `<tr><td>${esc(p.id)}</td><td>${esc(p.addr)}</td><td class="num">${p.matchIndex < 0 ? "?" : num(p.matchIndex)}</td><td class="num">${p.lag < 0 ? "?" : num(p.lag)}</td></tr>`).join("") + `</table></section>`;
 }
 
+// Users (never a password) and ACLs, from /api/auth. With authentication
+// on, the broker answers 401 and the browser asks for a super user's
+// credentials; it then sends them with the writes too.
+function pageUsers() {
+  const a = state.auth;
+  if (!a) return `<h2>Users and ACLs</h2><section class="card"><p class="muted">Loading…</p></section>`;
+  if (a.error) return `<h2>Users and ACLs</h2><section class="card"><p class="bad" id="auth-error">${esc(a.error)}</p></section>`;
+  const entries = acl => acl.policies.flatMap(p => p.entries.map(e => [p.policyType, e]));
+  return `<h2>Users and ACLs</h2><section class="card">${kv([
+    ["Authentication", a.authenticationEnabled ? "on" : "off"], ["Authorization", a.authorizationEnabled ? "on" : "off"], ["ACL 1.0 (plain_acl)", a.aclEnable ? "on" : "off"],
+  ])}</section><section class="card"><h3>Users</h3><table id="users"><tr><th>User</th><th>Type</th><th>Status</th></tr>` +
+    a.users.map(u => `<tr><td>${esc(u.username)}</td><td>${esc(u.userType)}</td><td>${esc(u.userStatus)}</td></tr>`).join("") +
+    `</table></section><section class="card"><h3>ACLs</h3><table id="acls"><tr><th>Subject</th><th>Policy</th><th>Resource</th><th>Actions</th><th>Source IPs</th><th>Decision</th></tr>` +
+    a.acls.flatMap(acl => entries(acl).map(([t, e]) => `<tr><td>${esc(acl.subject)}</td><td>${esc(t)}</td><td>${esc(e.resource)}</td><td>${esc(e.actions.join(", "))}</td><td>${esc(e.sourceIps.join(", ") || "any")}</td><td>${esc(e.decision)}</td></tr>`)).join("") +
+    `</table></section>`;
+}
+
+async function refreshUsers() {
+  try { state.auth = await getJson("/api/auth"); } catch (e) { state.auth = { error: e.message }; }
+}
+
 const PAGES = {
   cluster: [pageCluster, afterCluster],
   topics: [pageTopics, afterTopics],
   groups: [pageGroups, afterGroups],
   messages: [pageMessages, null],
   ledger: [pageLedger, null],
+  users: [pageUsers, null],
 };
 
 function render() {
@@ -284,6 +306,7 @@ async function refresh() {
     const [snap, history] = await Promise.all([getJson("/api/snapshot"), getJson("/api/history")]);
     state.snap = snap; state.history = history; state.error = null;
   } catch (e) { state.error = e.message; }
+  if (route().page === "users") await refreshUsers();
   render();
 }
 
@@ -305,7 +328,11 @@ document.addEventListener("submit", async ev => {
   }
 });
 
-window.addEventListener("hashchange", () => { state.notice = ""; render(); });
+window.addEventListener("hashchange", async () => {
+  state.notice = "";
+  if (route().page === "users") await refreshUsers();
+  render();
+});
 window.addEventListener("resize", render);
 
 (async () => {

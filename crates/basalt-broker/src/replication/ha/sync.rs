@@ -1,6 +1,8 @@
 //! Slave metadata sync (RocketMQ's SlaveSynchronize): topics, consumer
-//! offsets, delay offsets and subscription groups are copied from the master
-//! over remoting every `slaveSyncInterval`; HA carries only the CommitLog.
+//! offsets, delay offsets, subscription groups, and (Basalt) users and ACLs
+//! are copied from the master over remoting every `slaveSyncInterval`; HA
+//! carries only the CommitLog. Every request is signed with the broker's
+//! own credentials, so a master with authentication on answers them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,19 +15,18 @@ use crate::broker::Broker;
 use crate::metadata::formats::GroupsFile;
 use crate::metadata::formats::TopicsFile;
 use crate::metadata::formats::parse_offset_table;
+use crate::replication::auth_sync::{FailureLog, copy_users, sign_as_broker};
 
 /// One round of copying the master's metadata. Errors are logged; the next
 /// round tries again.
-pub async fn sync_once(broker: &Arc<Broker>, master: &str) {
+pub(crate) async fn sync_once(broker: &Arc<Broker>, master: &str, auth_log: &mut FailureLog) {
     let call = |code: i32| {
         let client = broker.registrar.client();
+        let mut cmd = RemotingCommand::request(code);
+        sign_as_broker(broker, &mut cmd);
         async move {
             client
-                .invoke(
-                    master,
-                    RemotingCommand::request(code),
-                    Duration::from_secs(5),
-                )
+                .invoke(master, cmd, Duration::from_secs(5))
                 .await
                 .ok()
                 .filter(|r| r.code == 0)
@@ -62,4 +63,5 @@ pub async fn sync_once(broker: &Arc<Broker>, master: &str) {
             Err(e) => tracing::warn!(error = %e, "bad subscription groups from the master"),
         }
     }
+    copy_users(broker, master, auth_log).await;
 }

@@ -137,6 +137,14 @@ impl LedgerGroup {
         }
     }
 
+    /// Every member's remoting address.
+    pub fn addrs(&self) -> Vec<String> {
+        self.broker_ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect()
+    }
+
     /// SIGKILL to the member listening at `addr`.
     pub fn kill9(&mut self, addr: &str) {
         let i = (0..3)
