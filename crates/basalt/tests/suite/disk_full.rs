@@ -222,7 +222,7 @@ pub(crate) struct Produced {
     /// Error answers: (code, remark).
     pub(crate) refused: Vec<(i32, String)>,
     /// Answers that stored the message but not as asked (HA statuses).
-    not_ok: Vec<SendStatus>,
+    pub(crate) not_ok: Vec<SendStatus>,
 }
 
 /// Sends 1 KiB messages (ids from `from`, up to 32 in flight) until `enough`
