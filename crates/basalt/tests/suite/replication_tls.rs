@@ -21,6 +21,7 @@ use basalt_remoting::{
     TlsSettings,
 };
 
+use crate::procs::ledger_group::cluster_master;
 use crate::procs::{Proc, eventually, free_port, free_port_pair, write_conf};
 use crate::tls_certs::{CertFiles, TestCa};
 
@@ -322,7 +323,7 @@ async fn ledger_elects_replicates_and_fails_over_over_mutual_tls() {
     let (_ns, ns) = tls_namesrv(w, &pki);
     let (mut members, broker_ports, ledger_ports) = start_ledger_members(w, &pki, &ns);
     let admin = Admin::new(pki.client_config(&ns));
-    let leader = ledger_master(&admin, None).await;
+    let leader = cluster_master(&admin, "RT", None, Duration::from_secs(40)).await;
     admin
         .create_topic(&leader, &TopicConfig::new("RtLedger", 1))
         .await
@@ -357,7 +358,7 @@ async fn ledger_elects_replicates_and_fails_over_over_mutual_tls() {
         .find(|i| leader.ends_with(&format!(":{}", broker_ports[*i])))
         .expect("the leader is one of ours");
     members[i].kill9();
-    let next = ledger_master(&admin, Some(&leader)).await;
+    let next = cluster_master(&admin, "RT", Some(&leader), Duration::from_secs(40)).await;
     let mut held = None;
     eventually(
         "the new leader to serve the queue",
@@ -385,27 +386,6 @@ async fn ledger_elects_replicates_and_fails_over_over_mutual_tls() {
     assert!(end >= acked + 21, "{end} < {acked} + 21");
     producer.shutdown().await;
     admin.shutdown();
-}
-
-/// The cluster's master other than `not`, once the NameServer knows one.
-async fn ledger_master(admin: &Admin, not: Option<&str>) -> String {
-    let mut addr = String::new();
-    eventually(
-        "a ledger leader",
-        Duration::from_secs(40),
-        async || match admin.cluster_masters("RT").await {
-            Ok(m) => match m.into_iter().find(|(_, a)| Some(a.as_str()) != not) {
-                Some((_, a)) => {
-                    addr = a;
-                    true
-                }
-                None => false,
-            },
-            Err(_) => false,
-        },
-    )
-    .await;
-    addr
 }
 
 fn slave_role() -> [(&'static str, String); 2] {

@@ -84,23 +84,7 @@ impl LedgerGroup {
 
     /// The master's address once there is one other than `not`.
     pub async fn master(&self, admin: &Admin, not: Option<&str>) -> String {
-        let mut addr = String::new();
-        eventually(
-            "a ledger master",
-            Duration::from_secs(30),
-            async || match admin.cluster_masters("LC").await {
-                Ok(m) => match m.into_iter().find(|(_, a)| Some(a.as_str()) != not) {
-                    Some((_, a)) => {
-                        addr = a;
-                        true
-                    }
-                    None => false,
-                },
-                Err(_) => false,
-            },
-        )
-        .await;
-        addr
+        cluster_master(admin, "LC", not, Duration::from_secs(30)).await
     }
 
     /// Creates `topic` with `queues` queues on the master at `master` and
@@ -297,4 +281,29 @@ pub fn check_acks_hold_their_terms(
         }
     }
     per_term
+}
+
+/// The address of a master of `cluster` other than `not`, once the
+/// NameServer knows one (waits up to `bound`).
+pub async fn cluster_master(
+    admin: &Admin,
+    cluster: &str,
+    not: Option<&str>,
+    bound: Duration,
+) -> String {
+    let mut addr = String::new();
+    eventually("a ledger master", bound, async || {
+        match admin.cluster_masters(cluster).await {
+            Ok(m) => match m.into_iter().find(|(_, a)| Some(a.as_str()) != not) {
+                Some((_, a)) => {
+                    addr = a;
+                    true
+                }
+                None => false,
+            },
+            Err(_) => false,
+        }
+    })
+    .await;
+    addr
 }
