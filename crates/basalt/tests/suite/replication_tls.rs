@@ -21,7 +21,7 @@ use basalt_remoting::{
     TlsSettings,
 };
 
-use crate::procs::ledger_group::cluster_master;
+use crate::procs::ledger_group::{cluster_master, has_topic_config};
 use crate::procs::{Proc, eventually, free_port, free_port_pair, write_conf};
 use crate::tls_certs::{CertFiles, TestCa};
 
@@ -329,12 +329,15 @@ async fn ledger_elects_replicates_and_fails_over_over_mutual_tls() {
         .await
         .unwrap();
     let client = pki.remoting_client();
+    // Every member must have the topic's config before the leader dies:
+    // a new leader without it would auto-create the topic with 4 queues
+    // (as Java's would), and the sends below would spread over them.
     for port in &broker_ports {
         let addr = format!("127.0.0.1:{port}");
         eventually(
-            &format!("RtLedger on {addr}"),
+            &format!("RtLedger's config on {addr}"),
             Duration::from_secs(15),
-            async || max_offset(&client, &addr, "RtLedger").await.is_some(),
+            async || has_topic_config(&client, &addr, "RtLedger").await,
         )
         .await;
     }
@@ -348,7 +351,10 @@ async fn ledger_elects_replicates_and_fails_over_over_mutual_tls() {
     .await;
     let first = send_n(&producer, "RtLedger", 1, 30).await;
     assert!(first.iter().all(|s| *s == SendStatus::SendOk), "{first:?}");
-    let acked = max_offset(&client, &leader, "RtLedger").await.unwrap();
+    // A send is acknowledged once a quorum holds it, which may come before
+    // the leader's own commit index (what it dispatches to the queue)
+    // moves: wait for the queue to show all 31.
+    let acked = leader_queue_reaches(&client, &leader, 31).await;
     println!("leader {leader}: 31 sends acknowledged, max offset {acked}");
 
     for port in &ledger_ports {
@@ -381,11 +387,26 @@ async fn ledger_elects_replicates_and_fails_over_over_mutual_tls() {
         second.iter().all(|s| *s == SendStatus::SendOk),
         "{second:?}"
     );
-    let end = max_offset(&client, &next, "RtLedger").await.unwrap();
+    let end = leader_queue_reaches(&client, &next, acked + 21).await;
     println!("after 21 more sends: max offset {end}");
-    assert!(end >= acked + 21, "{end} < {acked} + 21");
     producer.shutdown().await;
     admin.shutdown();
+}
+
+/// Waits (15 s at most) until `leader`'s RtLedger queue shows at least
+/// `want` messages, and returns its max offset then.
+async fn leader_queue_reaches(client: &RemotingClient, leader: &str, want: i64) -> i64 {
+    let mut seen = None;
+    eventually(
+        &format!("{leader}'s queue to show {want} acknowledged messages"),
+        Duration::from_secs(15),
+        async || {
+            seen = max_offset(client, leader, "RtLedger").await;
+            seen.is_some_and(|s| s >= want)
+        },
+    )
+    .await;
+    seen.unwrap_or_default()
 }
 
 fn slave_role() -> [(&'static str, String); 2] {
@@ -456,6 +477,8 @@ fn start_ledger_members(w: &Path, pki: &Pki, ns: &str) -> (Vec<Proc>, Vec<u16>, 
                 ("dLegerPeers", peers.clone()),
                 ("dLegerSelfId", format!("n{i}")),
                 ("dLegerHeartbeatInterval", "300".into()),
+                // Followers copy the leader's topic table this often.
+                ("slaveSyncInterval", "500".into()),
             ];
             let conf = broker_conf(
                 w,

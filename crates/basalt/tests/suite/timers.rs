@@ -442,10 +442,18 @@ async fn timers_survive_a_ledger_failover_once_each() {
         .create_topic(&first, &TopicConfig::new(TOPIC, 1))
         .await
         .unwrap();
-    // Followers copy the topic table from the leader.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-
+    // Followers copy the topic table from the leader (slaveSyncInterval):
+    // every member must have it before the leader dies.
     let c = RemotingClient::new(WireConfig::default());
+    for i in 0..3 {
+        let addr = group.addr(i);
+        eventually(
+            &format!("{TOPIC}'s config on {addr}"),
+            Duration::from_secs(10),
+            async || procs::ledger_group::has_topic_config(&c, &addr, TOPIC).await,
+        )
+        .await;
+    }
     let sent = send_timers(&c, &first, TOPIC, &[2_000, 10_000, 14_000]).await;
     let t0 = sent[0].due - 2_000;
     let stop = Arc::new(AtomicBool::new(false));

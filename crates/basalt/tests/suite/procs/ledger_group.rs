@@ -107,15 +107,7 @@ impl LedgerGroup {
             eventually(
                 &format!("{topic} on {addr}"),
                 Duration::from_secs(10),
-                async || {
-                    let mut ext = ExtFields::new();
-                    ext.insert("topic", topic);
-                    let cmd = RemotingCommand::request(request::GET_TOPIC_CONFIG).with_ext(ext);
-                    client
-                        .invoke(&addr, cmd, Duration::from_secs(3))
-                        .await
-                        .is_ok_and(|r| r.code == response::SUCCESS)
-                },
+                async || has_topic_config(&client, &addr, topic).await,
             )
             .await;
         }
@@ -306,4 +298,18 @@ pub async fn cluster_master(
     })
     .await;
     addr
+}
+
+/// Whether the broker at `addr` has `topic` in its topic table
+/// (GET_TOPIC_CONFIG answers SUCCESS). A follower's consume queues may
+/// exist before its topic table has the topic: it copies the table from the
+/// leader every `slaveSyncInterval`.
+pub async fn has_topic_config(client: &RemotingClient, addr: &str, topic: &str) -> bool {
+    let mut ext = ExtFields::new();
+    ext.insert("topic", topic);
+    let cmd = RemotingCommand::request(request::GET_TOPIC_CONFIG).with_ext(ext);
+    client
+        .invoke(addr, cmd, Duration::from_secs(3))
+        .await
+        .is_ok_and(|r| r.code == response::SUCCESS)
 }
