@@ -28,12 +28,15 @@ impl Properties {
     /// bytes, or with an empty name or value, is skipped; a later duplicate
     /// name wins.
     pub fn decode(bytes: &[u8]) -> Self {
-        let mut props = Properties::new();
+        // Room for every segment and two more: a client adds MIN_OFFSET and
+        // MAX_OFFSET to each pulled message, and growing the vector then
+        // cost a reallocation per message.
+        let segments = bytes.iter().filter(|b| **b == PROPERTY_SEPARATOR).count() + 1;
+        let mut props = Properties {
+            entries: Vec::with_capacity(segments + 2),
+        };
         for (name, value) in iter(bytes) {
-            props.set(
-                String::from_utf8_lossy(name).into_owned(),
-                String::from_utf8_lossy(value).into_owned(),
-            );
+            props.set(owned_str(name), owned_str(value));
         }
         props
     }
@@ -110,6 +113,16 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
             p.set(k, v);
         }
         p
+    }
+}
+
+/// `bytes` as a `String`, invalid UTF-8 replaced as `from_utf8_lossy`
+/// does. Valid input (nearly all) takes the plain check, which is several
+/// times cheaper than the lossy scan on a consumer's decode path.
+fn owned_str(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
 
@@ -191,6 +204,14 @@ fn push_pair(out: &mut Vec<u8>, name: &str, value: &str) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_dropped() {
+        let p = Properties::decode(b"K\x01a\xffb\x02\xfe\x01v\x02");
+        assert_eq!(p.get("K"), Some("a\u{FFFD}b"));
+        assert_eq!(p.get("\u{FFFD}"), Some("v"));
+        assert_eq!(p.len(), 2);
+    }
 
     #[test]
     fn decodes_java_output() {

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use basalt_client::{
-    ClientConfig, ConsumeStatus, Message, Producer, PushConsumeFrom, PushConsumer, PushOptions,
+    AsyncMessageListener, ClientConfig, ConsumeContext, ConsumeStatus, Message, MessageExt,
+    Producer, PushConsumeFrom, PushConsumer, PushOptions,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -35,6 +36,15 @@ impl Shared {
         g.1 += bytes;
     }
 
+    /// Records a batch under one lock: (latency µs, bytes) per message.
+    fn record_batch(&self, samples: impl Iterator<Item = (u64, u64)>) {
+        let mut g = self.lock();
+        for (micros, bytes) in samples {
+            g.0.record(micros);
+            g.1 += bytes;
+        }
+    }
+
     fn error(&self) {
         self.lock().2 += 1;
     }
@@ -45,7 +55,17 @@ impl Shared {
 }
 
 pub fn run(cmd: BenchCommand) -> Result<ExitCode, String> {
+    // One runtime worker per sending task, at most one per core: a lone
+    // sender on two workers had its responses and its next sends handed
+    // between threads, which cost ~70 % more client CPU per message at one
+    // in flight (docs/benchmarks.md, issue 33).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = match &cmd {
+        BenchCommand::Produce(a) => a.threads.clamp(1, cores),
+        _ => cores,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
@@ -250,27 +270,17 @@ async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
         .subscribe(&a.topic, a.tags.as_deref().unwrap_or("*"))
         .map_err(|e| e.to_string())?;
     let shared = Arc::new(Shared::default());
-    let count = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(tokio::sync::Notify::new());
-    {
-        let shared = Arc::clone(&shared);
-        let count = Arc::clone(&count);
-        let done = Arc::clone(&done);
-        let want = a.count;
-        consumer.register_listener(move |msgs, _ctx| {
-            let now = basalt_common::time::now_millis();
-            for m in msgs {
-                // End-to-end latency: from the producer's clock to now (ms
-                // resolution on both sides).
-                let lat_ms = (now - m.born_timestamp).max(0) as u64;
-                shared.record(lat_ms * 1000, m.body.len() as u64);
-            }
-            let n = count.fetch_add(msgs.len() as u64, Ordering::Relaxed) + msgs.len() as u64;
-            if want > 0 && n >= want {
-                done.notify_one();
-            }
-            ConsumeStatus::Success
-        });
+    let tally = Arc::new(ConsumeTally {
+        shared: Arc::clone(&shared),
+        count: AtomicU64::new(0),
+        done: tokio::sync::Notify::new(),
+        want: a.count,
+    });
+    if a.async_listener {
+        consumer.register_async_listener(AsyncTally(Arc::clone(&tally)));
+    } else {
+        let t = Arc::clone(&tally);
+        consumer.register_listener(move |msgs, _ctx| t.take(msgs));
     }
     consumer
         .start()
@@ -285,11 +295,50 @@ async fn consume(a: BenchConsumeArgs) -> Result<ExitCode, String> {
     ));
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_secs(a.duration)) => {}
-        _ = done.notified() => {}
+        _ = tally.done.notified() => {}
     }
     stop.notify_one();
     let (total, bytes, errors, elapsed) = reporter.await.map_err(|e| e.to_string())?;
     summary(&total, bytes, errors, elapsed, a.json);
     consumer.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the consume bench's listener does with each batch: records its
+/// end-to-end latencies and bytes, and says when `want` messages are in.
+struct ConsumeTally {
+    shared: Arc<Shared>,
+    count: AtomicU64,
+    done: tokio::sync::Notify,
+    want: u64,
+}
+
+impl ConsumeTally {
+    fn take(&self, msgs: &[MessageExt]) -> ConsumeStatus {
+        let now = basalt_common::time::now_millis();
+        // End-to-end latency: from the producer's clock to now (ms
+        // resolution on both sides).
+        self.shared.record_batch(msgs.iter().map(|m| {
+            let lat_ms = (now - m.born_timestamp).max(0) as u64;
+            (lat_ms * 1000, m.body.len() as u64)
+        }));
+        let n = self.count.fetch_add(msgs.len() as u64, Ordering::Relaxed) + msgs.len() as u64;
+        if self.want > 0 && n >= self.want {
+            self.done.notify_one();
+        }
+        ConsumeStatus::Success
+    }
+}
+
+/// [`ConsumeTally`] as an async listener (`--async-listener`).
+struct AsyncTally(Arc<ConsumeTally>);
+
+impl AsyncMessageListener for AsyncTally {
+    fn consume<'a>(
+        &'a self,
+        msgs: &'a [MessageExt],
+        _ctx: &'a mut ConsumeContext,
+    ) -> basalt_remoting::transport::BoxFuture<'a, ConsumeStatus> {
+        Box::pin(std::future::ready(self.0.take(msgs)))
+    }
 }

@@ -572,6 +572,11 @@ pub struct BenchConsumeArgs {
     /// Stop after this many messages (0: run for the duration).
     #[arg(short = 'n', long, default_value_t = 0)]
     pub count: u64,
+    /// Consume on the tokio runtime (`register_async_listener`) instead of
+    /// handing each batch to a blocking thread (`register_listener`, as
+    /// Java's consume thread pool does).
+    #[arg(long)]
+    pub async_listener: bool,
     /// No line per second; one JSON summary at the end.
     #[arg(long)]
     pub json: bool,

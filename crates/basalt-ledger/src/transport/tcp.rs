@@ -227,7 +227,13 @@ impl TcpTransport {
         binary_push: bool,
         security: Option<Arc<basalt_tls::ClientSecurity>>,
     ) -> Arc<TcpTransport> {
+        // Appends to a follower go out in bursts (one per replication
+        // round), so the writer gathers them as a server's does.
         let client = RemotingClient::new(RemotingClientConfig {
+            connection: basalt_remoting::ConnectionConfig {
+                gather_bursts: true,
+                ..basalt_remoting::ConnectionConfig::default()
+            },
             connect_timeout: Duration::from_secs(1),
             security,
             ..RemotingClientConfig::default()

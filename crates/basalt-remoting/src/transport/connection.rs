@@ -109,7 +109,7 @@ fn start_tasks<P: RequestProcessor, R: ReadSide, W: AsyncWrite + Send + Unpin + 
     let decoder = FrameDecoder::new(config.max_frame_size);
     let limits = InflightLimits::new(config.max_inflight_requests, server_inflight);
 
-    let writer = tokio::spawn(write_loop(wr, rx, channel.clone()));
+    let writer = tokio::spawn(write_loop(wr, rx, channel.clone(), config.gather_bursts));
     let ch = channel.clone();
     let handle = tokio::spawn(async move {
         read_loop(rd, &ch, &processor, decoder, limits).await;

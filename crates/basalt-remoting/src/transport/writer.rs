@@ -30,6 +30,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
     mut rx: mpsc::Receiver<RemotingCommand>,
     channel: Channel,
+    gather_bursts: bool,
 ) {
     let mut close = channel.close_signal();
     let mut closing = false;
@@ -58,7 +59,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
         if n == 0 {
             break;
         }
-        if n < MAX_BATCH && !closing {
+        if gather_bursts && n < MAX_BATCH && !closing {
             gather_burst(&mut rx, &mut bufs.batch).await;
         }
         if let Err(e) = bufs.write(&mut wr).await {
