@@ -29,8 +29,8 @@ impl Properties {
     /// name wins.
     pub fn decode(bytes: &[u8]) -> Self {
         // Room for every segment and two more: a client adds MIN_OFFSET and
-        // MAX_OFFSET to each pulled message, and growing the vector then
-        // cost a reallocation per message.
+        // MAX_OFFSET to each pulled message, which would otherwise grow
+        // the vector.
         let segments = bytes.iter().filter(|b| **b == PROPERTY_SEPARATOR).count() + 1;
         let mut props = Properties {
             entries: Vec::with_capacity(segments + 2),
