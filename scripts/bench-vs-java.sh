@@ -28,7 +28,8 @@
 # each broker. Reported per point: msg/s, latency p50/p99/p99.9 (µs; for
 # consume born-to-consumed), the broker process's CPU per message (utime +
 # stime from /proc/PID/stat over the point; Java's NameServer is not
-# counted, Basalt's is inside its process) and its RSS after the point.
+# counted, Basalt's is inside its process) and its RSS after the point (VmRSS, and
+# RssAnon: without the page cache of mapped files).
 # At the end, per flush mode, broker and point, the median over the rounds.
 # CPU per message includes what the broker does while idle (timers,
 # housekeeping threads), which dominates at low rates (p1x1); round 1 also
@@ -113,6 +114,9 @@ launch() {
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_mib() { awk '/VmRSS/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
+# The process's own memory: RSS without the mapped files' page cache
+# (Basalt's mapped CommitLog counts in VmRSS; the kernel can reclaim it).
+anon_mib() { awk '/RssAnon/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
 
 results=$work/results.tsv
@@ -139,16 +143,16 @@ point() {
       ;;
   esac
   after=$(cpu_ticks "$pid")
-  python3 - "$out" "$broker" "$flush" "$round" "$name" $((after - before)) "$hz" "$(rss_mib "$pid")" >>"$results" <<'EOF'
+  python3 - "$out" "$broker" "$flush" "$round" "$name" $((after - before)) "$hz" "$(rss_mib "$pid")" "$(anon_mib "$pid")" >>"$results" <<'EOF'
 import json, sys
-out, broker, flush, rnd, name, ticks, hz, rss = sys.argv[1:]
+out, broker, flush, rnd, name, ticks, hz, rss, anon = sys.argv[1:]
 v = json.loads(open(out).read().strip().splitlines()[-1])
 n = v["msgs"]
 lat = v.get("latency_us", {})
 cpu = int(ticks) * 1e6 / int(hz) / n if n else float("nan")
 print("\t".join([flush, rnd, broker, name, "%.0f" % v["msgs_per_sec"],
                  "%.0f" % lat.get("p50", 0), "%.0f" % lat.get("p99", 0),
-                 "%.0f" % lat.get("p999", 0), "%.2f" % cpu, rss, str(v.get("errors", 0))]))
+                 "%.0f" % lat.get("p999", 0), "%.2f" % cpu, rss, str(v.get("errors", 0)), anon]))
 EOF
   tail -n 1 "$results"
 }
@@ -164,14 +168,14 @@ create_topic() {
 }
 
 points=(p1x1 p1x64 p4x64 b16 consume)
-printf 'flush\tround\tbroker\tpoint\tmsg/s\tp50us\tp99us\tp999us\tcpu_us/msg\trssMiB\terrors\n'
+printf 'flush\tround\tbroker\tpoint\tmsg/s\tp50us\tp99us\tp999us\tcpu_us/msg\trssMiB\terrors\tanonMiB\n'
 for flush in $FLUSH_MODES; do
   free_port; b_ns=$port; free_port; b_port=$port
   launch "basalt-$flush" "basalt standalone ready" "$bin" standalone --data "$work/basalt-$flush" \
     --namesrv-port "$b_ns" --port "$b_port" --listen 127.0.0.1 --advertise 127.0.0.1 \
     --set "flushDiskType=$flush" --set metricsExporterType=DISABLE --set dashboardEnable=false
   b_pid=$launched_pid
-  echo "# basalt $flush: ready in $startup_ms ms, idle RSS $(rss_mib "$b_pid") MiB"
+  echo "# basalt $flush: ready in $startup_ms ms, idle RSS $(rss_mib "$b_pid") MiB (anonymous $(anon_mib "$b_pid") MiB)"
 
   free_port; j_ns=$port
   launch "java-namesrv-$flush" "boot success" scripts/java-broker.sh namesrv --port "$j_ns"
@@ -181,7 +185,7 @@ for flush in $FLUSH_MODES; do
     --namesrv "127.0.0.1:$j_ns" --port "$j_port" --store "$work/java-$flush" --flush "$flush" \
     --heap "$JAVA_HEAP"
   j_pid=$launched_pid
-  echo "# java $flush: ready in $startup_ms ms (JVM start included), idle RSS $(rss_mib "$j_pid") MiB"
+  echo "# java $flush: ready in $startup_ms ms (JVM start included), idle RSS $(rss_mib "$j_pid") MiB (anonymous $(anon_mib "$j_pid") MiB)"
 
   for round in $(seq 1 "$ROUNDS"); do
     for name in p1x1 p1x64 p4x64 b16; do
@@ -212,9 +216,9 @@ rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 groups = {}
 for r in rows:
     groups.setdefault((r[0], r[2], r[3]), []).append(r)
-print("flush\tbroker\tpoint\tmsg/s\tp50us\tp99us\tp999us\tcpu_us/msg\trssMiB")
+print("flush\tbroker\tpoint\tmsg/s\tp50us\tp99us\tp999us\tcpu_us/msg\trssMiB\tanonMiB")
 for (flush, broker, name), rs in sorted(groups.items()):
     med = lambda i: statistics.median(float(r[i]) for r in rs)
-    print("%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.0f" % (
-        flush, broker, name, med(4), med(5), med(6), med(7), med(8), med(9)))
+    print("%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f" % (
+        flush, broker, name, med(4), med(5), med(6), med(7), med(8), med(9), med(11)))
 EOF
