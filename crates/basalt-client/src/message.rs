@@ -138,7 +138,7 @@ impl Message {
     }
 
     /// Sets a user property (names RocketMQ reserves are refused at send time).
-    pub fn with_property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn with_property(mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Self {
         self.properties.set(name, value);
         self
     }

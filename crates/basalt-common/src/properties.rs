@@ -6,17 +6,45 @@
 //! re-encoding the whole map. [`Properties`] is the decoded form for clients
 //! and tools.
 
+use std::fmt;
+
 use crate::CodecError;
 use crate::constants::property::{NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 
 /// Largest encoded property string a record can hold (the length is an i16).
 pub const MAX_PROPERTIES_LEN: usize = i16::MAX as usize;
 
+/// Bytes a pulled message's MIN_OFFSET and MAX_OFFSET pairs take at most:
+/// two names of 10 bytes and two i64 values of up to 20.
+const PULL_STAMP_RESERVE: usize = 2 * (10 + 20);
+
 /// Decoded message properties, in insertion order; setting an existing name
 /// replaces its value (Java's `HashMap` semantics, minus the random order).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Every name and value lives in one string, `text`, and `spans` says where
+/// each pair is. A consumer decodes a property string with two allocations
+/// instead of two per pair. Invariant: each span is a char-boundary range of
+/// `text`, and no two spans have the same name. `text` may also hold the
+/// bytes of replaced or removed pairs (`waste` counts them); they are
+/// dropped once they outweigh the live ones.
+#[derive(Clone, Default)]
 pub struct Properties {
-    entries: Vec<(String, String)>,
+    text: String,
+    spans: Vec<Span>,
+    waste: usize,
+}
+
+/// Where one pair's name and value lie in [`Properties::text`].
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    name: (usize, usize),
+    value: (usize, usize),
+}
+
+impl Span {
+    fn len(&self) -> usize {
+        (self.name.1 - self.name.0) + (self.value.1 - self.value.0)
+    }
 }
 
 impl Properties {
@@ -30,13 +58,31 @@ impl Properties {
     pub fn decode(bytes: &[u8]) -> Self {
         // Room for every segment and two more: a client adds MIN_OFFSET and
         // MAX_OFFSET to each pulled message, which would otherwise grow
-        // the vector.
+        // the vectors.
         let segments = bytes.iter().filter(|b| **b == PROPERTY_SEPARATOR).count() + 1;
         let mut props = Properties {
-            entries: Vec::with_capacity(segments + 2),
+            text: String::with_capacity(bytes.len() + PULL_STAMP_RESERVE),
+            spans: Vec::with_capacity(segments + 2),
+            waste: 0,
         };
-        for (name, value) in iter(bytes) {
-            props.set(owned_str(name), owned_str(value));
+        match std::str::from_utf8(bytes) {
+            // The separators are ASCII, so every segment of a valid string
+            // is itself valid and its bounds are char boundaries.
+            Ok(s) => {
+                props.text.push_str(s);
+                for (name, value) in iter(bytes) {
+                    let name = offset_in(bytes, name);
+                    let value = offset_in(bytes, value);
+                    props.put_span(Span { name, value });
+                }
+            }
+            Err(_) => {
+                for (name, value) in iter(bytes) {
+                    let name = props.push_text(&String::from_utf8_lossy(name));
+                    let value = props.push_text(&String::from_utf8_lossy(value));
+                    props.put_span(Span { name, value });
+                }
+            }
         }
         props
     }
@@ -44,7 +90,7 @@ impl Properties {
     /// Encodes every pair as `name\x01value\x02`.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.encoded_len());
-        for (k, v) in &self.entries {
+        for (k, v) in self.iter() {
             push_pair(&mut out, k, v);
         }
         out
@@ -64,65 +110,131 @@ impl Properties {
     }
 
     fn encoded_len(&self) -> usize {
-        self.entries
-            .iter()
-            .map(|(k, v)| k.len() + v.len() + 2)
-            .sum()
+        self.spans.iter().map(|s| s.len() + 2).sum()
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        let i = self.position(name)?;
+        Some(self.slice(self.spans[i].value))
     }
 
     /// Sets `name` to `value`, replacing an earlier value.
-    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
-        let name = name.into();
-        let value = value.into();
-        if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == name) {
-            slot.1 = value;
+    pub fn set(&mut self, name: impl AsRef<str>, value: impl AsRef<str>) {
+        let (name, value) = (name.as_ref(), value.as_ref());
+        if let Some(i) = self.position(name) {
+            let old = self.spans[i].value;
+            self.waste += old.1 - old.0;
+            self.spans[i].value = self.push_text(value);
         } else {
-            self.entries.push((name, value));
+            let name = self.push_text(name);
+            let value = self.push_text(value);
+            self.spans.push(Span { name, value });
         }
+        self.compact_if_wasteful();
     }
 
     pub fn remove(&mut self, name: &str) -> Option<String> {
-        let pos = self.entries.iter().position(|(k, _)| k == name)?;
-        Some(self.entries.remove(pos).1)
+        let i = self.position(name)?;
+        let span = self.spans.remove(i);
+        let value = self.slice(span.value).to_owned();
+        self.waste += span.len();
+        self.compact_if_wasteful();
+        Some(value)
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.spans.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.spans.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.spans
+            .iter()
+            .map(|s| (self.slice(s.name), self.slice(s.value)))
+    }
+
+    fn slice(&self, (start, end): (usize, usize)) -> &str {
+        &self.text[start..end]
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.spans.iter().position(|s| self.slice(s.name) == name)
+    }
+
+    /// Adds a decoded pair; a later duplicate name replaces the earlier value.
+    fn put_span(&mut self, span: Span) {
+        let name = self.slice(span.name);
+        match self.position(name) {
+            Some(i) => {
+                let old = self.spans[i].value;
+                self.waste += old.1 - old.0 + (span.name.1 - span.name.0);
+                self.spans[i].value = span.value;
+            }
+            None => self.spans.push(span),
+        }
+    }
+
+    fn push_text(&mut self, s: &str) -> (usize, usize) {
+        let start = self.text.len();
+        self.text.push_str(s);
+        (start, self.text.len())
+    }
+
+    /// Rewrites `text` with only the live pairs once dead bytes outnumber
+    /// them, so repeated `set`s of one name cannot grow it without bound.
+    fn compact_if_wasteful(&mut self) {
+        if self.waste <= 64 || self.waste <= self.text.len() / 2 {
+            return;
+        }
+        let mut text = String::with_capacity(self.text.len() - self.waste);
+        for span in &mut self.spans {
+            let name = &self.text[span.name.0..span.name.1];
+            let value = &self.text[span.value.0..span.value.1];
+            let n0 = text.len();
+            text.push_str(name);
+            let v0 = text.len();
+            text.push_str(value);
+            *span = Span {
+                name: (n0, v0),
+                value: (v0, text.len()),
+            };
+        }
+        self.text = text;
+        self.waste = 0;
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
+/// Where `part`, a subslice of `whole`, lies in it.
+fn offset_in(whole: &[u8], part: &[u8]) -> (usize, usize) {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    debug_assert!(start + part.len() <= whole.len());
+    (start, start + part.len())
+}
+
+impl PartialEq for Properties {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Properties {}
+
+impl fmt::Debug for Properties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Properties {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
         let mut p = Properties::new();
         for (k, v) in iter {
             p.set(k, v);
         }
         p
-    }
-}
-
-/// `bytes` as a `String`, invalid UTF-8 replaced as `from_utf8_lossy`
-/// does. Valid input (nearly all) takes the plain check, which is several
-/// times cheaper than the lossy scan on a consumer's decode path.
-fn owned_str(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
 
@@ -265,6 +377,40 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn set_replaces_and_remove_keeps_order() {
+        let mut p = Properties::decode(b"A\x01a\x02B\x01b\x02C\x01c\x02");
+        p.set("B", "bee");
+        assert_eq!(p.remove("A").as_deref(), Some("a"));
+        p.set("D", "d");
+        let pairs: Vec<_> = p.iter().collect();
+        assert_eq!(pairs, [("B", "bee"), ("C", "c"), ("D", "d")]);
+        assert_eq!(p.encode(), b"B\x01bee\x02C\x01c\x02D\x01d\x02");
+        assert_eq!(p.remove("A"), None);
+    }
+
+    #[test]
+    fn repeated_sets_do_not_grow_without_bound() {
+        let mut p = Properties::new();
+        p.set("KEEP", "k");
+        for i in 0..10_000 {
+            p.set("N", i.to_string());
+        }
+        assert_eq!(p.get("N"), Some("9999"));
+        assert_eq!(p.get("KEEP"), Some("k"));
+        assert!(p.text.len() < 256, "text holds {} bytes", p.text.len());
+    }
+
+    #[test]
+    fn equality_ignores_layout() {
+        let mut a = Properties::new();
+        a.set("K", "old");
+        a.set("K", "v");
+        let b = Properties::decode(b"junk\x02K\x01v\x02");
+        assert_eq!(a, b);
+        assert_eq!(format!("{a:?}"), r#"{"K": "v"}"#);
+    }
+
     fn name() -> impl Strategy<Value = String> {
         "[A-Za-z_#][A-Za-z0-9_#.]{0,15}"
     }
@@ -283,6 +429,55 @@ mod tests {
             for (k, v) in props.iter() {
                 prop_assert_eq!(find(&encoded, k), Some(v.as_bytes()));
             }
+        }
+
+        /// Any sequence of sets and removes leaves what a plain list of
+        /// pairs with the same rules would hold.
+        #[test]
+        fn behaves_like_a_list_of_pairs(
+            ops in proptest::collection::vec((any::<bool>(), 0..4usize, value()), 0..60),
+        ) {
+            let names = ["A", "BB", "C", "UNIQ_KEY"];
+            let mut props = Properties::new();
+            let mut model: Vec<(String, String)> = Vec::new();
+            for (is_set, n, v) in ops {
+                let name = names[n];
+                let pos = model.iter().position(|(k, _)| k == name);
+                if is_set {
+                    props.set(name, &v);
+                    match pos {
+                        Some(i) => model[i].1 = v,
+                        None => model.push((name.to_string(), v)),
+                    }
+                } else {
+                    let removed = pos.map(|i| model.remove(i).1);
+                    prop_assert_eq!(props.remove(name), removed);
+                }
+                let got: Vec<(String, String)> =
+                    props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                prop_assert_eq!(&got, &model);
+            }
+            prop_assert_eq!(Properties::decode(&props.encode()), props);
+        }
+
+        /// Decoding any bytes (invalid UTF-8, malformed segments, repeated
+        /// names) gives what pair-by-pair lossy decoding gives.
+        #[test]
+        fn decode_agrees_with_pairwise_lossy_decoding(
+            raw in proptest::collection::vec(prop_oneof![Just(1u8), Just(2u8), Just(b'K'), Just(0xffu8), any::<u8>()], 0..64),
+        ) {
+            let mut model: Vec<(String, String)> = Vec::new();
+            for (k, v) in iter(&raw) {
+                let (k, v) = (String::from_utf8_lossy(k), String::from_utf8_lossy(v));
+                match model.iter().position(|(n, _)| *n == k) {
+                    Some(i) => model[i].1 = v.into_owned(),
+                    None => model.push((k.into_owned(), v.into_owned())),
+                }
+            }
+            let props = Properties::decode(&raw);
+            let got: Vec<(String, String)> =
+                props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            prop_assert_eq!(got, model);
         }
 
         /// One pass finds what one `find` per name finds, on any bytes

@@ -933,7 +933,7 @@ fn send_back(s: &Arc<BrokerState>, channel: &Channel, req: &RemotingCommand) -> 
     let v = RecordView::parse(&rec, false).unwrap();
     let mut props = Properties::decode(v.properties);
     if props.get("RETRY_TOPIC").is_none() {
-        props.set("RETRY_TOPIC", v.topic_str().into_owned());
+        props.set("RETRY_TOPIC", &*v.topic_str());
     }
     if props.get("ORIGIN_MESSAGE_ID").is_none() {
         props.set(
